@@ -1,0 +1,65 @@
+# bluefleet: the two commands a new user runs are `make demo` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+PYTHON ?= python3
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export PY_COLORS := 0
+export ANSIBLE_FORCE_COLOR := 0
+
+.PHONY: venv demo demo-down test lint sanity unit integration molecule images lab-up lab-down clean
+
+# ---------------------------------------------------------------- environment
+$(VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	mkdir -p .collections/ansible_collections/bluefleet
+	ln -sfn ../../.. .collections/ansible_collections/bluefleet/dpu
+	touch $@
+
+venv: $(VENV)/.stamp
+
+# ---------------------------------------------------------------- the main job
+demo: venv
+	scripts/ensure-docker.sh
+	$(BIN)/bluefleet lab up
+	$(BIN)/ansible-playbook -i inventories/lab site.yml
+	$(BIN)/bluefleet lab summary
+
+demo-down: venv
+	$(BIN)/bluefleet lab down
+
+images: venv
+	scripts/ensure-docker.sh
+	$(BIN)/bluefleet lab images
+
+# ---------------------------------------------------------------- the tests
+test: venv
+	scripts/ensure-docker.sh
+	$(MAKE) --no-print-directory lint sanity unit integration molecule
+
+lint: venv
+	$(BIN)/ruff check src plugins tests bench
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint
+
+sanity: venv
+	scripts/sanity.sh
+
+unit: venv
+	$(BIN)/pytest tests/unit
+
+integration: venv
+	$(BIN)/pytest tests/integration
+
+molecule: venv
+	scripts/ensure-docker.sh
+	$(BIN)/bluefleet lab images
+	$(BIN)/molecule test -s default
+
+clean:
+	rm -rf $(VENV) .collections build

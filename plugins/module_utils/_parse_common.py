@@ -1,0 +1,50 @@
+# Copyright: bluefleet developers
+# Apache License 2.0 (see LICENSE)
+"""Shared pieces of the pure parsers: the one error type they raise and small text helpers.
+
+Every parser in this folder takes the text a tool printed and returns plain data
+(dicts, lists, str, int, bool, None). Parsers never do I/O and never import
+AnsibleModule; modules call them and turn ParseError into fail_json.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class ParseError(ValueError):
+    """Raised by every parser for output it cannot read.
+
+    ``kind`` names the parser (as in ``bluefleet parse --list``), ``line_no`` is
+    1-based (0 when the problem is the text as a whole) and ``line`` is the text
+    of that line.
+    """
+
+    def __init__(self, kind, reason, line_no=0, line=None):
+        self.kind = kind
+        self.reason = reason
+        self.line_no = line_no
+        self.line = line
+        where = ""
+        if line_no:
+            where = " at line %d" % line_no
+            if line is not None:
+                where += " (%r)" % line[:120]
+        super().__init__("cannot parse %s output%s: %s" % (kind, where, reason))
+
+
+def split_lines(text):
+    """Lines of ``text`` without line endings; accepts \\n and \\r\\n, with or without a final newline."""
+    if not isinstance(text, str):
+        raise TypeError("parsers take str, got %s" % type(text).__name__)
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+_INT_RE = re.compile(r"^-?\d+$")
+
+
+def to_int(value):
+    """``"42"`` -> 42; anything that is not plainly an integer is returned unchanged."""
+    if isinstance(value, str) and _INT_RE.match(value.strip()):
+        return int(value.strip())
+    return value
