@@ -27,16 +27,16 @@ class ParseError(ValueError):
         self.line = line
         where = ""
         if line_no:
-            where = " at line %d" % line_no
+            where = f" at line {line_no}"
             if line is not None:
-                where += " (%r)" % line[:120]
-        super().__init__("cannot parse %s output%s: %s" % (kind, where, reason))
+                where += f" ({line[:120]!r})"
+        super().__init__(f"cannot parse {kind} output{where}: {reason}")
 
 
 def split_lines(text):
     """Lines of ``text`` without line endings; accepts \\n and \\r\\n, with or without a final newline."""
     if not isinstance(text, str):
-        raise TypeError("parsers take str, got %s" % type(text).__name__)
+        raise TypeError(f"parsers take str, got {type(text).__name__}")
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
@@ -48,3 +48,31 @@ def to_int(value):
     if isinstance(value, str) and _INT_RE.match(value.strip()):
         return int(value.strip())
     return value
+
+
+_SNAKE_RE = re.compile(r"[^0-9a-zA-Z]+")
+
+
+def snake(label):
+    """A printed label as a snake_case key: ``"Base GUID"`` -> ``"base_guid"``, ``"FW Version(Running)"`` ->
+    ``"fw_version_running"``."""
+    return _SNAKE_RE.sub("_", label).strip("_").lower()
+
+
+def first_content_line(lines):
+    """``(line_no, line)`` of the first non-blank line (1-based), or ``(0, None)`` when all are blank.
+
+    For errors about text as a whole ("no recognisable structure"): name where it starts.
+    """
+    for index, line in enumerate(lines):
+        if line.strip():
+            return index + 1, line
+    return 0, None
+
+
+def no_structure(kind, lines, expected):
+    """The ParseError for text a parser found nothing it knows in; ``expected`` says what it looked for."""
+    line_no, line = first_content_line(lines)
+    if not line_no:
+        return ParseError(kind, f"the text is empty; expected {expected}")
+    return ParseError(kind, f"no recognisable {kind} output; expected {expected}", line_no, line)

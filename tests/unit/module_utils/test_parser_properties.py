@@ -1,0 +1,94 @@
+"""Property tests: whatever text a parser is given, it returns a dict or raises ParseError.
+
+For every registered kind: random text, text made of tool-like tokens, and the kind's
+fixtures mutated (lines dropped, duplicated, swapped, truncated, characters replaced).
+Any other exception is a bug (the CLI and the modules would show it as a crash).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bluefleet.parse import discover_parsers, strip_header
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "parsers"
+PARSERS = discover_parsers()
+KINDS = sorted(PARSERS)
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+TOKENS = [
+    " ", "  ", "\t", ":", "-", "--", "(", ")", "[", "]", "|", "=", ",", ".", "*", "#", "0", "1", "-1", "0x1f",
+    "N/A", "NA", "True", "False", "Device", "Current", "Next Boot", "Default", "FW Version:", "PSID:",
+    "/dev/mst/mt41692_pciconf0", "03:00.0", "mlx5_0", "net-p0", "BlueField3(rev:1)", "Configurations:",
+    "INFO[BL31]:", "ERR[UEFI]:", "Level", "Status:", "Versions:", "Device #1:", "PCI devices:", "------------",
+    "DEVICE_TYPE", "Image type:", "Security Attributes:", "Ethernet controller:", "Mellanox Technologies",
+    "lifecycle state:", "Apply new Configuration? (y/n) [n] : y", "Applying... Done!", "-I- ", "-E- ",
+    "DOCA", "bf-bundle-2.9.1-40_24.11_ubuntu-22.04_prod", "rev 01", "[15b3:a2dc]", "\n", "\n", "\n",
+]
+
+
+def _fixture_bodies(kind):
+    return [strip_header(p.read_text(encoding="utf-8")) for p in sorted((FIXTURES / kind).glob("*.txt"))]
+
+
+def _check(kind, text):
+    try:
+        result = PARSERS[kind](text)
+    except ParseError as exc:
+        assert exc.kind == kind, f"ParseError names kind {exc.kind!r}, expected {kind!r}"
+        assert str(exc)
+        return
+    assert isinstance(result, dict), f"{kind} returned {type(result).__name__}, not a dict"
+    json.dumps(result)  # plain data only
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@SETTINGS
+@given(text=st.text(max_size=400))
+def test_random_text(kind, text):
+    _check(kind, text)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@SETTINGS
+@given(parts=st.lists(st.sampled_from(TOKENS) | st.text(max_size=8), max_size=80))
+def test_tool_like_tokens(kind, parts):
+    _check(kind, "".join(parts))
+
+
+MUTATIONS = ("drop", "duplicate", "swap", "truncate", "replace", "insert")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@SETTINGS
+@given(data=st.data())
+def test_mutated_fixture(kind, data):
+    bodies = _fixture_bodies(kind)
+    assert bodies, f"kind {kind} has no fixture to mutate (see test_every_kind_has_a_fixture)"
+    text = data.draw(st.sampled_from(bodies), label="fixture")
+    for _ in range(data.draw(st.integers(1, 4), label="rounds")):
+        lines = text.split("\n")
+        op = data.draw(st.sampled_from(MUTATIONS), label="op")
+        i = data.draw(st.integers(0, len(lines) - 1), label="line")
+        if op == "drop":
+            del lines[i]
+        elif op == "duplicate":
+            lines.insert(i, lines[i])
+        elif op == "swap":
+            j = data.draw(st.integers(0, len(lines) - 1), label="other")
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "truncate":
+            lines[i] = lines[i][: data.draw(st.integers(0, max(0, len(lines[i]))), label="cut")]
+        elif op == "insert":
+            lines.insert(i, data.draw(st.text(max_size=60), label="new"))
+        text = "\n".join(lines)
+        if op == "replace" and text:
+            pos = data.draw(st.integers(0, len(text) - 1), label="pos")
+            text = text[:pos] + data.draw(st.characters(), label="char") + text[pos + 1 :]
+    _check(kind, text)
