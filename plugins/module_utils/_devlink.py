@@ -260,11 +260,11 @@ def parse_port(text):
         for handle, attrs in body.items():
             if not isinstance(attrs, dict) or handle.count("/") != 2:
                 raise ParseError(kind, f"JSON port {handle} is not an object keyed by bus/dev/index")
-            attrs = dict(attrs)
-            function = attrs.pop("function", None)
+            function = attrs.get("function")
             if function is not None and not isinstance(function, dict):
                 raise ParseError(kind, f"JSON function of {handle} is not an object")
-            ports[handle] = _port_record(handle, attrs, function)
+            others = {key: value for key, value in attrs.items() if key != "function"}
+            ports[handle] = _port_record(handle, others, function)
         return {"ports": ports}
 
     lines = split_lines(text)
