@@ -39,7 +39,7 @@ def _load_json(kind, text, section):
     """The ``{section: {handle: ...}}`` object of a ``devlink -j`` answer."""
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ParseError(kind, f"invalid JSON (devlink -j output expected): {exc}") from None
     if not isinstance(data, dict) or section not in data:
         raise ParseError(kind, f"JSON without the {section!r} section that devlink -j prints")
