@@ -1,0 +1,196 @@
+# ruff: noqa: UP031  (printf-style formats on purpose: they mirror the C printf formats of the real tools)
+"""The ``dpusim`` command: set up, inspect and drive twin nodes.
+
+    dpusim env --root DIR            write DIR/bin/<tool> front-ends, print shell exports
+    dpusim init --profile NAME [--profile NAME ...] [--role host|dpu] [--card-dir DIR ...]
+    dpusim state                     the node and its cards as JSON
+    dpusim reboot | power-cycle      reboot this node's OS / power-cycle the machine
+    dpusim fault set NAME [--tool T] [--seconds S] | clear [NAME] | list
+    dpusim replay CAPTURE_DIR | --off
+    dpusim make-image --kind nic-fw|bfb --profile NAME --version V [--psid P] [--corrupt] -o FILE
+    dpusim tools                     list the tool names
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import stat
+import sys
+from pathlib import Path
+
+from dpusim import clock, device, faults, images, profiles, replay, state, tools
+
+BIN_TEMPLATE = """#!{python}
+# dpusim front-end for {name!r}; written by `dpusim env`.
+import sys
+sys.path.insert(0, {src!r})
+from dpusim.tool import run
+sys.exit(run({name!r}, sys.argv[1:]))
+"""
+
+
+def write_bin(root: Path) -> Path:
+    """Create ``root/bin`` with one executable per tool name (shebang: this Python)."""
+    bindir = root / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    (bindir / ".dpusim-bin").write_text("tool front-ends of dpusim; skipped by passthrough lookups\n")
+    src = str(Path(__file__).resolve().parents[1])
+    for name in tools.names():
+        path = bindir / name
+        path.write_text(BIN_TEMPLATE.format(python=sys.executable, name=name, src=src))
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return bindir
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    root = Path(args.root).resolve()
+    bindir = write_bin(root)
+    print("export PATH=%s:$PATH" % shlex.quote(str(bindir)))
+    print("export DPUSIM_ROOT=%s" % shlex.quote(str(root)))
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    root = state.root_dir(args.root)
+    names = args.profile or ["bluefield3"]
+    card_dirs: list[Path | None] = [Path(d) for d in (args.card_dir or [])]
+    if len(card_dirs) > len(names):
+        raise state.StateError("dpusim init: %d --card-dir for %d --profile" % (len(card_dirs), len(names)))
+    card_dirs += [None] * (len(names) - len(card_dirs))
+    node = state.init_node(root, names, args.role, card_dirs)
+    for entry in node.data["cards"]:
+        print("dpusim: %s %s card %d at %s (%s)" % (node.role, entry["profile"], entry["index"], entry["card_dir"],
+                                                    entry["mst"]))
+    return 0
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    node = state.load_node(args.root)
+    out = {"root": str(node.root), "node": node.data,
+           "cards": [{"dir": str(c.dir), **c.data} for c in node.cards]}
+    print(json.dumps(out, indent=2, sort_keys=True))
+    return 0
+
+
+def cmd_reboot(args: argparse.Namespace) -> int:
+    clock.sleep("warm_reboot")
+    with state.open_node(args.root) as node:
+        result = device.node_reboot(node)
+    print(json.dumps({"rebooted": True, "activated": result}, sort_keys=True))
+    return 0
+
+
+def cmd_power_cycle(args: argparse.Namespace) -> int:
+    clock.sleep("power_cycle")
+    with state.open_node(args.root) as node:
+        result = device.power_cycle(node)
+    print(json.dumps({"power_cycled": True, "activated": result}, sort_keys=True))
+    return 0
+
+
+def cmd_fault(args: argparse.Namespace) -> int:
+    with state.open_node(args.root) as node:
+        if args.action == "set":
+            if not args.name:
+                raise faults.FaultError("dpusim fault set: name a fault (%s)" % ", ".join(sorted(faults.FAULTS)))
+            params: dict = {}
+            if args.tool:
+                params["tools"] = args.tool
+            if args.seconds is not None:
+                params["seconds"] = args.seconds
+            faults.set_fault(node, args.name, params)
+            print("dpusim: fault %s set" % faults.check_name(args.name))
+        elif args.action == "clear":
+            cleared = faults.clear_fault(node, args.name)
+            print("dpusim: cleared %s" % (", ".join(cleared) if cleared else "nothing"))
+        else:
+            active = faults.listing(node)
+            for name in sorted(faults.FAULTS):
+                mark = "on " if name in active else "off"
+                print("%s %-22s %s%s" % (mark, name, faults.FAULTS[name][1],
+                                         (" " + json.dumps(active[name])) if active.get(name) else ""))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    root = state.root_dir(args.root)
+    if args.off:
+        print("dpusim: replay %s" % ("off" if replay.deactivate(root) else "was not on"))
+        return 0
+    if not args.capture:
+        raise replay.ReplayError("dpusim replay: give a capture directory (or --off)")
+    count = replay.activate(root, Path(args.capture))
+    print("dpusim: replaying %d captured commands from %s" % (count, Path(args.capture).resolve()))
+    return 0
+
+
+def cmd_make_image(args: argparse.Namespace) -> int:
+    path = images.make_image(args.kind, args.profile, args.version, Path(args.output), psid=args.psid,
+                             corrupt=args.corrupt)
+    print("dpusim: wrote %s" % path)
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    for name in tools.names():
+        print(name)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dpusim", description="BlueField / ConnectX device twin")
+    p.add_argument("--root", help="node root (default: $DPUSIM_ROOT)")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("env", help="write DIR/bin and print shell exports")
+    s.add_argument("--root", required=True)
+    s.set_defaults(func=cmd_env)
+    s = sub.add_parser("init", help="create a node")
+    s.add_argument("--profile", action="append", choices=profiles.NAMES, help="repeat for several cards")
+    s.add_argument("--role", choices=state.ROLES, default="host")
+    s.add_argument("--card-dir", action="append", help="shared card directory (host and DPU of one card)")
+    s.set_defaults(func=cmd_init)
+    for name, func, text in (("state", cmd_state, "print the state as JSON"),
+                             ("reboot", cmd_reboot, "warm reboot of this node"),
+                             ("power-cycle", cmd_power_cycle, "power cycle the machine")):
+        s = sub.add_parser(name, help=text)
+        s.set_defaults(func=func)
+    s = sub.add_parser("fault", help="inject faults")
+    s.add_argument("action", choices=("set", "clear", "list"))
+    s.add_argument("name", nargs="?")
+    s.add_argument("--tool", action="append")
+    s.add_argument("--seconds", type=float)
+    s.set_defaults(func=cmd_fault)
+    s = sub.add_parser("replay", help="answer from a bluefleet capture")
+    s.add_argument("capture", nargs="?")
+    s.add_argument("--off", action="store_true")
+    s.set_defaults(func=cmd_replay)
+    s = sub.add_parser("make-image", help="write a firmware image or BFB the twin accepts")
+    s.add_argument("--kind", required=True, choices=images.KINDS)
+    s.add_argument("--profile", required=True, choices=profiles.NAMES)
+    s.add_argument("--version", required=True)
+    s.add_argument("--psid")
+    s.add_argument("--corrupt", action="store_true")
+    s.add_argument("-o", "--output", required=True)
+    s.set_defaults(func=cmd_make_image)
+    s = sub.add_parser("tools", help="list tool names")
+    s.set_defaults(func=cmd_tools)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if getattr(args, "root", None) is None:
+        args.root = os.environ.get(state.ENV_ROOT) or None
+    try:
+        return int(args.func(args) or 0)
+    except (state.StateError, faults.FaultError, replay.ReplayError, images.ImageError,
+            profiles.ProfileError, ValueError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

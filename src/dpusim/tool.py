@@ -1,0 +1,102 @@
+# ruff: noqa: UP031  (printf-style formats on purpose: they mirror the C printf formats of the real tools)
+"""The single dispatcher: ``python -m dpusim.tool NAME ARGS...`` runs one twin tool.
+
+Order of decisions for every call:
+1. replay mode (``$DPUSIM_ROOT/replay.json`` exists): answer from the capture or fail clearly;
+2. node faults ``tool_hang`` / ``garbage_output`` for this tool name;
+3. the tool's ``main(argv, prog)``.
+
+``passthrough(name, argv)`` runs the real binary of that name found on PATH after the twin's own
+``bin`` directory (for tools such as lspci that the twin only decorates).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dpusim import faults, replay, state, tools
+
+GARBAGE = (
+    "\x1b[0m\x00\x7f#@!~ 0xDEADBEEF ?? ??\n"
+    "-=-=-=-=-=-=-=-=-=-=-=-=-=-=-=-=\n"
+    "\ufffd\ufffd\ufffd truncated \ufffd\n"
+)
+
+
+def own_bin_dir() -> Path | None:
+    root = os.environ.get(state.ENV_ROOT)
+    return Path(root).resolve() / "bin" if root else None
+
+
+def real_binary(name: str) -> str | None:
+    """Path of the real ``name`` on PATH, skipping the twin's ``$DPUSIM_ROOT/bin`` (and any dpusim bin dir)."""
+    own = own_bin_dir()
+    parts = []
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if not entry:
+            continue
+        p = Path(entry).resolve()
+        if own is not None and p == own:
+            continue
+        if (p / ".dpusim-bin").exists():
+            continue
+        parts.append(str(p))
+    return shutil.which(name, path=os.pathsep.join(parts)) if parts else None
+
+
+def passthrough(name: str, argv: list[str]) -> int:
+    """Run the real ``name`` with ``argv``, inheriting stdio; 127 with a clear message if absent."""
+    binary = real_binary(name)
+    if binary is None:
+        print("%s: command not found (dpusim passes %s through to the real tool, and none is installed)"
+              % (name, name), file=sys.stderr)
+        return 127
+    return subprocess.call([binary, *argv])
+
+
+def run(name: str, argv: list[str]) -> int:
+    """Run twin tool ``name`` with ``argv`` (program name excluded) and return its exit status."""
+    table = tools.registry()
+    try:
+        rdir = state.root_dir()
+    except state.StateError:
+        rdir = None
+    if rdir is not None and replay.is_active(rdir):
+        return replay.answer(rdir, name, argv)
+    if name not in table:
+        print("dpusim: no twin tool named %r (known: %s)" % (name, ", ".join(sorted(table))), file=sys.stderr)
+        return 127
+    if rdir is not None and state.is_initialised(rdir):
+        node = state.load_node(rdir)
+        hang = node.faults.get("tool_hang")
+        if faults.applies_to_tool(hang, name):
+            time.sleep(float(hang.get("seconds", 3600)))  # real seconds on purpose: callers must time out
+            return 124
+        if faults.applies_to_tool(node.faults.get("garbage_output"), name):
+            sys.stdout.write(GARBAGE)
+            sys.stdout.flush()
+            return 0
+    try:
+        return int(table[name](list(argv), name) or 0)
+    except state.StateError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 141
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        print("usage: python -m dpusim.tool NAME [ARGS...]", file=sys.stderr)
+        return 2
+    return run(argv[0], argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
