@@ -1,0 +1,109 @@
+# Copyright: bluefleet developers
+# Apache License 2.0 (see LICENSE)
+"""Parser for ``lspci`` device lines (``lspci``, ``lspci -nn``, ``lspci -D``, a ``grep`` of them,
+and the head of ``lspci -vv``). Kind: ``lspci``.
+
+A device line is ``[DOMAIN:]BUS:DEV.FN CLASS[ [CCCC]]: DESCRIPTION[ [VVVV:DDDD]][ (rev RR)][ (prog-if PP ...)]``
+(pciutils ``lspci.c`` show_slot_name / show_terse; samples in shared/corpus/lspci). Without
+``-nn`` there are no numeric ids: ``class_id``, ``vendor_id`` and ``device_id`` are null.
+Bracketed names such as ``[ConnectX-4 Virtual Function]`` are part of the description; only
+``[xxxx:xxxx]`` (hex) is read as the ids.
+
+Indented lines after a device (``-v``/``-vv``) are read for a few useful facts (Subsystem,
+Physical Slot, NUMA node, the Vital Product Data); the rest of them are ignored.
+Empty text is no devices (``lspci | grep`` that matched nothing).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import (
+    ParseError,
+    split_lines,
+    to_int,
+)
+
+KIND = "lspci"
+_LINE_RE = re.compile(
+    r"^(?P<slot>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+"
+    r"(?P<class>[^:\[]*?)(?:\s*\[(?P<class_id>[0-9a-fA-F]{4})\])?:\s*(?P<rest>.*)$"
+)
+_IDS_RE = re.compile(r"\s*\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\]")
+_REV_RE = re.compile(r"\s*\(rev (?P<rev>[0-9a-fA-F]+)\)")
+_PROGIF_RE = re.compile(r"\s*\(prog-if (?P<progif>[0-9a-fA-F]+)(?:\s*\[[^\]]*\])?\)")
+_VPD_RE = re.compile(r"^\[(?P<code>[A-Z0-9]{2})\]\s*(?P<label>[^:]*):\s*(?P<value>.*)$")
+
+
+def _device(match):
+    rest = match.group("rest").strip()
+    revision = None
+    prog_if = None
+    rev = _REV_RE.search(rest)
+    if rev:
+        revision = rev.group("rev")
+        rest = (rest[: rev.start()] + rest[rev.end():]).strip()
+    progif = _PROGIF_RE.search(rest)
+    if progif:
+        prog_if = progif.group("progif")
+        rest = (rest[: progif.start()] + rest[progif.end():]).strip()
+    vendor_id = device_id = None
+    found = list(_IDS_RE.finditer(rest))
+    if found:
+        ids = found[-1]  # the last [vvvv:dddd] on the line is the device's
+        vendor_id, device_id = ids.group("vendor").lower(), ids.group("device").lower()
+        rest = (rest[: ids.start()] + rest[ids.end():]).strip()
+    class_id = match.group("class_id")
+    return {
+        "slot": match.group("slot"),
+        "class": match.group("class").strip(),
+        "class_id": class_id.lower() if class_id else None,
+        "vendor_id": vendor_id,
+        "device_id": device_id,
+        "description": rest,
+        "revision": revision,
+        "prog_if": prog_if,
+    }
+
+
+def _detail(device, line):
+    """One indented line of ``lspci -v/-vv`` for ``device``."""
+    vpd = _VPD_RE.match(line)
+    if vpd:
+        device.setdefault("vpd", {})[vpd.group("code")] = vpd.group("value").strip()
+        return
+    key, sep, value = line.partition(":")
+    if not sep:
+        return
+    key = key.strip()
+    value = value.strip()
+    if key == "Subsystem":
+        device["subsystem"] = value
+    elif key == "Physical Slot":
+        device["physical_slot"] = value
+    elif key == "NUMA node":
+        device["numa_node"] = to_int(value)
+    elif key == "Product Name":
+        device.setdefault("vpd", {})["product_name"] = value
+
+
+def parse_lspci(text):
+    lines = split_lines(text)
+    devices = []
+    for index, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        if raw[:1].isspace():
+            if not devices:
+                raise ParseError(KIND, "an indented detail line before any device line", index + 1, raw)
+            _detail(devices[-1], raw.strip())
+            continue
+        match = _LINE_RE.match(raw.strip())
+        if not match:
+            raise ParseError(KIND, "expected '[domain:]bus:dev.fn class: description' (an lspci device line)",
+                             index + 1, raw)
+        devices.append(_device(match))
+    return {"devices": devices}
+
+
+PARSERS = {KIND: parse_lspci}
