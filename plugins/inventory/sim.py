@@ -1,0 +1,144 @@
+# Copyright: bluefleet developers
+# Apache License 2.0 (see LICENSE)
+"""Inventory of simulated GPU hosts and their DPUs on the local connection."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: sim
+short_description: Simulated GPU hosts and BlueField DPUs on the local connection
+version_added: 0.1.0
+description:
+  - Builds an inventory of O(nodes) GPU hosts, each paired with one DPU, all reached over
+    C(ansible_connection=local).
+  - Every inventory host gets its own device-twin root (C(dpusim)) under O(state_dir); a GPU host
+    and its DPU share one card directory, as a real host and its BlueField share one card.
+  - Missing twin roots are created with C(dpusim env) and C(dpusim init) when the inventory is
+    parsed, so C(ansible-playbook -i inventories/sim site.yml) works on a fresh clone without
+    any other step. Existing roots are reused, so state persists between runs.
+  - Tasks reach the twin through the C(bluefleet_environment) host variable (PATH and
+    DPUSIM_ROOT), which the plays of this collection pass to C(environment).
+options:
+  plugin:
+    description: Marks this file as a configuration of this plugin.
+    type: str
+    required: true
+    choices: [bluefleet.dpu.sim]
+  nodes:
+    description: Number of GPU hosts (each with one DPU).
+    type: int
+    default: 4
+    env:
+      - name: BLUEFLEET_SIM_NODES
+  profile:
+    description: Device profile of every card.
+    type: str
+    default: bluefield3
+    choices: [bluefield2, bluefield3, connectx7]
+  prefix:
+    description: Host name prefix; hosts are named C(<prefix>NN) and C(<prefix>NN-dpu).
+    type: str
+    default: sim
+  state_dir:
+    description:
+      - Folder that holds one twin root per inventory host. Relative paths are relative to
+        the inventory file.
+    type: str
+    default: .state
+    env:
+      - name: BLUEFLEET_SIM_STATE
+  dpusim:
+    description: The C(dpusim) command; by default the one next to the running Python, else PATH.
+    type: path
+"""
+
+EXAMPLES = r"""
+# inventories/sim/fleet.sim.yml
+plugin: bluefleet.dpu.sim
+nodes: 4
+profile: bluefield3
+
+# Then, for 100 nodes:  BLUEFLEET_SIM_NODES=100 ansible-playbook -i inventories/sim site.yml
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+from ansible.errors import AnsibleParserError
+from ansible.plugins.inventory import BaseInventoryPlugin
+
+
+class InventoryModule(BaseInventoryPlugin):
+    NAME = "bluefleet.dpu.sim"
+
+    def verify_file(self, path):
+        return super().verify_file(path) and path.endswith(("sim.yml", "sim.yaml"))
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path, cache)
+        self._read_config_data(path)
+        nodes = self.get_option("nodes")
+        if not isinstance(nodes, int) or nodes < 1:
+            raise AnsibleParserError("%s: nodes must be a positive integer, got %r" % (path, nodes))
+        profile = self.get_option("profile")
+        prefix = self.get_option("prefix")
+        state_dir = self.get_option("state_dir")
+        if not os.path.isabs(state_dir):
+            state_dir = os.path.join(os.path.dirname(os.path.abspath(path)), state_dir)
+        dpusim = self._dpusim()
+        tool_names = self._run([dpusim, "tools"]).split()
+
+        for group in ("gpu_hosts", "dpus"):
+            self.inventory.add_group(group)
+        width = max(2, len(str(nodes)))
+        for index in range(1, nodes + 1):
+            host = "%s%0*d" % (prefix, width, index)
+            dpu = host + "-dpu"
+            card_dir = os.path.join(state_dir, host + ".card")
+            self._add(host, "gpu_hosts", "host", os.path.join(state_dir, host), card_dir, profile, dpusim, tool_names)
+            self._add(dpu, "dpus", "dpu", os.path.join(state_dir, dpu), card_dir, profile, dpusim, tool_names)
+            self.inventory.set_variable(host, "bluefleet_dpus", [dpu])
+            self.inventory.set_variable(dpu, "bluefleet_host", host)
+            self.inventory.set_variable(dpu, "bluefleet_rshim", "rshim0")
+
+    def _dpusim(self):
+        configured = self.get_option("dpusim")
+        if configured:
+            return configured
+        beside = os.path.join(os.path.dirname(sys.executable), "dpusim")
+        if os.access(beside, os.X_OK):
+            return beside
+        found = shutil.which("dpusim")
+        if not found:
+            raise AnsibleParserError(
+                "bluefleet.dpu.sim: the dpusim command was not found next to %s nor on PATH; "
+                "run `make venv` and use .venv/bin/ansible-playbook, or set the dpusim option" % sys.executable)
+        return found
+
+    def _add(self, name, group, role, root, card_dir, profile, dpusim, tool_names):
+        self.inventory.add_host(name, group=group)
+        if not os.path.exists(os.path.join(root, "node.json")):
+            self._run([dpusim, "--root", root, "init", "--profile", profile, "--role", role, "--card-dir", card_dir])
+        bindir = os.path.join(root, "bin")
+        if not all(os.path.exists(os.path.join(bindir, tool)) for tool in tool_names):
+            self._run([dpusim, "env", "--root", root])
+        self.inventory.set_variable(name, "ansible_connection", "local")
+        self.inventory.set_variable(name, "ansible_python_interpreter", sys.executable)
+        self.inventory.set_variable(name, "bluefleet_twin_root", root)
+        self.inventory.set_variable(name, "bluefleet_environment", {
+            "DPUSIM_ROOT": root,
+            "PATH": os.path.join(root, "bin") + os.pathsep + os.environ.get("PATH", os.defpath),
+        })
+
+    @staticmethod
+    def _run(argv):
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AnsibleParserError("bluefleet.dpu.sim: %s failed: %s" % (" ".join(argv), exc)) from exc
+        if proc.returncode != 0:
+            raise AnsibleParserError("bluefleet.dpu.sim: %s failed (rc=%d): %s" % (
+                " ".join(argv), proc.returncode, (proc.stderr or proc.stdout).strip()))
+        return proc.stdout
