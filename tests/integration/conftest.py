@@ -1,0 +1,86 @@
+"""Fixtures for playbook runs against the device twin on the local connection."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def make_sim_inventory(directory: Path, nodes: int = 2, profile: str = "bluefield3") -> Path:
+    """A sim inventory of ``nodes`` pairs with its own twin state under ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "fleet.sim.yml"
+    path.write_text("plugin: bluefleet.dpu.sim\nnodes: %d\nprofile: %s\nstate_dir: state\n" % (nodes, profile))
+    return path
+
+
+@pytest.fixture
+def sim_inventory(tmp_path):
+    return make_sim_inventory(tmp_path / "inventory")
+
+
+def ansible_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
+    env["PATH"] = "%s%s%s" % (BIN, os.pathsep, env.get("PATH", ""))
+    env["ANSIBLE_FORCE_COLOR"] = "0"
+    env["PY_COLORS"] = "0"
+    env.pop("BLUEFLEET_SIM_NODES", None)
+    env.pop("BLUEFLEET_SIM_STATE", None)
+    return env
+
+
+def run_playbook(playbook: str, inventory: Path, *extra: str, check: bool = True) -> dict:
+    """Run a playbook of this repository with ansible-runner's Python API.
+
+    Returns ``{"rc", "status", "stats", "stdout", "events"}``. With ``check`` (the default)
+    a failed run raises an AssertionError that carries the output.
+    """
+    import ansible_runner
+
+    work = inventory.parent / ("runner-%s" % len(list(inventory.parent.glob("runner-*"))))
+    work.mkdir()
+    result = ansible_runner.run(
+        private_data_dir=str(work),
+        project_dir=str(ROOT),
+        playbook=playbook,
+        inventory=str(inventory),
+        cmdline=" ".join(extra) if extra else None,
+        envvars=ansible_env(),
+        quiet=True,
+        json_mode=False,
+    )
+    stdout = result.stdout.read()
+    out = {"rc": result.rc, "status": result.status, "stats": result.stats or {},
+           "stdout": stdout, "events": list(result.events)}
+    if check:
+        assert result.rc == 0, "%s failed (rc=%s):\n%s" % (playbook, result.rc, stdout[-6000:])
+    return out
+
+
+def changed_count(run: dict) -> int:
+    return sum((run["stats"].get("changed") or {}).values())
+
+
+def twin_state(root: Path) -> dict:
+    proc = subprocess.run([str(BIN / "dpusim"), "--root", str(root), "state"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="session")
+def collection_link():
+    """The repository must be reachable as bluefleet.dpu (make venv links it)."""
+    link = ROOT / ".collections" / "ansible_collections" / "bluefleet" / "dpu"
+    assert link.exists(), "run `make venv` first: %s is missing" % link
+    return link
+
+

@@ -1,0 +1,71 @@
+"""site.yml against the simulated fleet: no Docker, the twin on the local connection."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import ROOT, ansible_env, changed_count, make_sim_inventory, run_playbook
+
+
+def _plain(value):
+    """ansible-inventory marks values from inventory plugins as unsafe: unwrap them."""
+    if isinstance(value, dict):
+        if set(value) == {"__ansible_unsafe"}:
+            return value["__ansible_unsafe"]
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def test_sim_inventory_pairs_every_gpu_host_with_its_dpu(tmp_path, collection_link):
+    inventory = make_sim_inventory(tmp_path, nodes=3)
+    proc = subprocess.run([str(ROOT / ".venv/bin/ansible-inventory"), "-i", str(inventory), "--list"],
+                          capture_output=True, text=True, env=ansible_env(), check=True, timeout=120)
+    data = _plain(json.loads(proc.stdout))
+    assert sorted(data["gpu_hosts"]["hosts"]) == ["sim01", "sim02", "sim03"]
+    assert sorted(data["dpus"]["hosts"]) == ["sim01-dpu", "sim02-dpu", "sim03-dpu"]
+    hostvars = data["_meta"]["hostvars"]
+    assert hostvars["sim02"]["bluefleet_dpus"] == ["sim02-dpu"]
+    assert hostvars["sim02-dpu"]["bluefleet_host"] == "sim02"
+    roots = {hostvars[h]["bluefleet_environment"]["DPUSIM_ROOT"] for h in hostvars}
+    assert len(roots) == 6, "every inventory host has its own twin root"
+    for host, hv in hostvars.items():
+        assert hv["ansible_connection"] == "local", host
+        assert hv["bluefleet_environment"]["PATH"].startswith(hv["bluefleet_environment"]["DPUSIM_ROOT"] + "/bin:")
+
+
+def test_sim_inventory_rejects_bad_size(tmp_path, collection_link):
+    inventory = tmp_path / "fleet.sim.yml"
+    inventory.write_text("plugin: bluefleet.dpu.sim\nnodes: 0\n")
+    proc = subprocess.run([str(ROOT / ".venv/bin/ansible-inventory"), "-i", str(inventory), "--list"],
+                          capture_output=True, text=True, env=ansible_env(), check=False, timeout=120)
+    assert "nodes must be a positive integer" in proc.stderr
+
+
+def test_site_converges_and_second_run_changes_nothing(sim_inventory, collection_link):
+    first = run_playbook("site.yml", sim_inventory)
+    assert set(first["stats"]["ok"]) == {"sim01", "sim01-dpu", "sim02", "sim02-dpu"}
+    second = run_playbook("site.yml", sim_inventory)
+    assert changed_count(second) == 0, second["stdout"][-4000:]
+    check = run_playbook("site.yml", sim_inventory, "--check", "--diff")
+    assert changed_count(check) == 0
+
+
+def test_preflight_stops_on_broken_pairing(tmp_path, collection_link):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(
+        "all:\n"
+        "  vars: {ansible_connection: local}\n"
+        "  children:\n"
+        "    gpu_hosts:\n"
+        "      hosts:\n"
+        "        h1: {bluefleet_dpus: [h1-dpu]}\n"
+        "    dpus:\n"
+        "      hosts:\n"
+        "        h1-dpu: {bluefleet_host: h2, bluefleet_rshim: rshim0}\n"
+    )
+    run = run_playbook("playbooks/preflight.yml", inventory, "--tags", "pairing", check=False)
+    assert run["rc"] != 0
+    assert "h1-dpu: a DPU must set bluefleet_host to a member of gpu_hosts" in run["stdout"]
