@@ -1,0 +1,118 @@
+"""Conformance: the GPU host / DPU pairs are wired and the card answers on both sides.
+
+Grows with every capability; this module is the base everything else stands on. Each failure
+names the host and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+HOST_NETDEV = "ens1f0np0"  # the GPU host's netdev on the card's first port (lab and BlueField-3 profile)
+DPU_NETDEVS = ("pf0hpf", "p0")  # host representor, uplink (BlueField Arm side)
+# A device row of `mst status -v` (corpus: mst/bf3-arm-mst-status-v.txt, mst/bf2-host-mst-status-v-fixture.txt).
+_MST_ROW = re.compile(r"^(?P<type>\S+)\s+(?P<dev>/dev/mst/mt\d+_pciconf\d+)\s", re.M)
+_FIX_LAB = "in the lab run `bluefleet lab up` (or `bluefleet lab wire`); on hardware check the cabling and driver"
+
+
+def _tail(res) -> str:
+    return (res.stderr or res.stdout).strip()[-300:]
+
+
+def _link(node, name: str) -> dict | None:
+    res = node.run(f"ip -j link show dev {name}")
+    if res.rc != 0:
+        return None
+    data = json.loads(res.stdout or "[]")
+    return data[0] if data else None
+
+
+def _mst_devices(node) -> list[tuple[str, str]]:
+    res = node.run("mst status -v")
+    assert res.rc == 0, (f"{node.name}: `mst status -v` failed (rc={res.rc}): {_tail(res)}. Fix: install MFT/mstflint "
+                         "and run `mst start` (the twin: `dpusim env` and `dpusim init` in this host's root)")
+    return [(m["type"], m["dev"]) for m in _MST_ROW.finditer(res.stdout)]
+
+
+def _flint_query(node, dev: str) -> dict[str, str]:
+    """`flint -d DEV q` as key -> value (layout: corpus flint/*.txt); continuation lines are ignored."""
+    res = node.run(f"flint -d {dev} q")
+    assert res.rc == 0, f"{node.name}: `flint -d {dev} q` failed (rc={res.rc}): {_tail(res)}"
+    fields = {}
+    for line in res.stdout.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key and not key.startswith(" "):
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def test_inventory_has_pairs(fleet):
+    """The selection holds GPU hosts and DPUs, and every DPU's pairing variables agree with its host's."""
+    hosts, dpus = fleet.names("gpu_hosts"), fleet.names("dpus")
+    assert hosts and dpus, (f"the inventory selection has {len(hosts)} gpu_hosts and {len(dpus)} dpus: the conformance "
+                            "suite needs both; check --hosts/--ansible-inventory (lab: `bluefleet lab up` writes "
+                            "inventories/lab)")
+    problems = []
+    for d in dpus:
+        v = fleet.runner.get_variables(d)
+        host = v.get("bluefleet_host")
+        if host not in fleet.runner.get_hosts("gpu_hosts"):
+            problems.append(f"{d}: bluefleet_host={host!r} is not in gpu_hosts")
+            continue
+        if d not in (fleet.runner.get_variables(host).get("bluefleet_dpus") or []):
+            problems.append(f"{d}: its host {host} does not list it in bluefleet_dpus")
+        if not v.get("bluefleet_rshim"):
+            problems.append(f"{d}: bluefleet_rshim is not set")
+    assert not problems, "pairing variables disagree (fix the inventory): " + "; ".join(problems)
+
+
+@pytest.mark.links
+def test_gpu_host_netdev_up(gpu_host):
+    link = _link(gpu_host, HOST_NETDEV)
+    assert link is not None, f"{gpu_host.name}: netdev {HOST_NETDEV} does not exist; {_FIX_LAB}"
+    flags, oper = link.get("flags", []), link.get("operstate")
+    assert "UP" in flags and oper == "UP", (
+        f"{gpu_host.name}: {HOST_NETDEV} is not up (flags {flags}, operstate {oper}); {_FIX_LAB}")
+
+
+@pytest.mark.links
+@pytest.mark.parametrize("netdev", DPU_NETDEVS)
+def test_dpu_netdev_present(dpu, netdev):
+    link = _link(dpu, netdev)
+    assert link is not None, f"{dpu.name}: netdev {netdev} does not exist; {_FIX_LAB}"
+    flags = link.get("flags", [])
+    assert "UP" in flags, f"{dpu.name}: {netdev} is administratively down (flags {flags}); {_FIX_LAB}"
+
+
+def test_mst_shows_card(node):
+    devices = _mst_devices(node)
+    assert devices, (f"{node.name}: `mst status -v` lists no device: the card is not visible. Fix: check the card is "
+                     "seated and `mst start` ran (the twin: re-run `dpusim init`)")
+
+
+@pytest.mark.twin
+def test_twin_role_matches_group(node):
+    res = node.run("dpusim state")
+    assert res.rc == 0, (f"{node.name}: `dpusim state` failed (rc={res.rc}): {_tail(res)}. Fix: initialise the twin "
+                         "(`bluefleet lab wire` in the lab, `dpusim init` elsewhere)")
+    role = json.loads(res.stdout)["node"]["role"]
+    group = "dpus" if node.role == "dpu" else "gpu_hosts"
+    assert role == node.role, (f"{node.name} is in group {group} but its twin has role {role!r}; fix the inventory "
+                               f"group or re-run `dpusim init --role {node.role}`")
+
+
+def test_pair_sees_one_card(pair):
+    """The GPU host and its DPU see the same card: same PSID and base GUID from flint."""
+    seen = {}
+    for side in (pair.host, pair.dpu):
+        devices = _mst_devices(side)
+        assert devices, f"{side.name}: `mst status -v` lists no device"
+        q = _flint_query(side, devices[0][1])
+        assert q.get("PSID") and q.get("Base GUID"), f"{side.name}: flint q printed no PSID/Base GUID: {q!r}"
+        seen[side.name] = (q["PSID"], q["Base GUID"].split()[0])
+    assert seen[pair.host.name] == seen[pair.dpu.name], (
+        f"{pair.host.name} and {pair.dpu.name} do not see the same card (PSID, base GUID): {seen}. Fix the pairing "
+        "(bluefleet_host / bluefleet_dpus) or, in the lab, the shared card volume")
