@@ -1,0 +1,124 @@
+# ruff: noqa: UP031  (printf-style formats on purpose: they mirror the C printf formats of the real tools)
+"""Helpers shared by the firmware-side tool modules (not a tool: the name starts with ``_``)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from dpusim import faults, state
+
+
+class ToolExit(Exception):
+    """Stop a tool: print ``message`` (to ``stream``) and exit with ``rc``."""
+
+    def __init__(self, message: str, rc: int = 1, stream: str = "stdout"):
+        super().__init__(message)
+        self.message = message
+        self.rc = rc
+        self.stream = stream
+
+
+def emit(text: str, stream: str = "stdout") -> None:
+    out = sys.stdout if stream == "stdout" else sys.stderr
+    out.write(text)
+    out.flush()
+
+
+def run_tool(body, argv: list[str], prog: str) -> int:
+    """Run ``body(argv, prog)``; turn ``ToolExit`` into output + exit status."""
+    try:
+        return int(body(argv, prog) or 0)
+    except ToolExit as exc:
+        if exc.message:
+            emit(exc.message if exc.message.endswith("\n") else exc.message + "\n", exc.stream)
+        return exc.rc
+
+
+def check_arm_up(node: state.Node) -> None:
+    """On a DPU node whose Arm OS is down nothing runs: behave like an unreachable machine."""
+    if node.role != "dpu":
+        return
+    for card in node.cards:
+        if card.data.get("arm", {}).get("state") != "running":
+            raise ToolExit("dpusim: the DPU's Arm OS is not running (%s); nothing can run on it until it boots"
+                           % card.data.get("arm", {}).get("state"), rc=255, stream="stderr")
+
+
+def visible_cards(node: state.Node) -> list[state.Card]:
+    """Cards the OS can see (fault ``device_missing`` hides them all)."""
+    if faults.active(node, "device_missing") is not None:
+        return []
+    return list(node.cards)
+
+
+def _norm_bdf(text: str) -> str:
+    text = text.strip().lower()
+    if text.startswith("pci/"):
+        text = text[4:]
+    if re.fullmatch(r"[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", text):
+        text = "0000:" + text
+    return text
+
+
+def find_function(node: state.Node, device: str) -> tuple[state.Card, dict[str, Any]] | None:
+    """Resolve ``-d DEVICE`` (mst path, mst name, or PCI address) to (card, function view)."""
+    want = device.strip()
+    for card in visible_cards(node):
+        entry = node.card_entry(card)
+        for fn in entry["functions"]:
+            mst = fn["mst"]
+            if want in (mst, mst.rsplit("/", 1)[-1]):
+                return card, fn
+            if _norm_bdf(want) == _norm_bdf(fn["pci"]):
+                return card, fn
+    return None
+
+
+def short_bdf(pci: str) -> str:
+    """``0000:e2:00.0`` -> ``e2:00.0`` (as mst status prints it)."""
+    return pci[5:] if pci.startswith("0000:") else pci
+
+
+def fw_version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def pop_flag(argv: list[str], *names: str) -> bool:
+    found = False
+    for name in names:
+        while name in argv:
+            argv.remove(name)
+            found = True
+    return found
+
+
+def pop_value(argv: list[str], *names: str) -> str | None:
+    """Remove ``--name VALUE`` / ``--name=VALUE`` from argv and return VALUE (last one wins)."""
+    value = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        matched = False
+        for name in names:
+            if arg == name:
+                if i + 1 >= len(argv):
+                    raise ToolExit("-E- Missing argument for %s" % name)
+                value = argv[i + 1]
+                del argv[i:i + 2]
+                matched = True
+                break
+            if name.startswith("--") and arg.startswith(name + "="):
+                value = arg.split("=", 1)[1]
+                del argv[i]
+                matched = True
+                break
+        if not matched:
+            i += 1
+    return value
+
+
+def privileged_for_write(node: state.Node, card: state.Card) -> bool:
+    """A restricted host (mlxprivhost r) cannot write firmware or NV configuration."""
+    return not (node.role == "host" and card.is_bluefield and card.data["privhost"]["level"] == "RESTRICTED")
