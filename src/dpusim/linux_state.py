@@ -1,0 +1,452 @@
+"""Linux-side state of a twin node: what devlink, ethtool, mlnx_qos, the RDMA tools, nvidia-smi and
+lspci/lsmod see. Built on ``dpusim.state`` (twin-core's API) without changing it:
+
+- runtime (lost on ``dpusim reboot`` / ``power-cycle``, because twin-core clears ``node.runtime``):
+  ``node.runtime["linux"]`` = ``{"eswitch": {pci: {...}}, "params": {pci: {name: {cmode: value}}},
+  "modules": {name: {...}}, "cma": {"mlx5_0/1": {"mode": 2, "tos": 0}}}`` and per netdev
+  ``node.runtime_for(netdev)`` = ``{"ethtool": {feature: {...}}, "qos": {...}}``.
+- persistent: ``node.data["linux"]`` = ``{"gpus": {...}}`` (GPU inventory of a host; ``configure_gpus``) and
+  ``{"params_permanent": {pci: {name: value}}}``.
+- card-level (shared by the host and the DPU views of one card): ``card.data["linux"]["host_vfs"]`` = VFs enabled
+  per PF on the host (the DPU shows their representors ``pfNvfM``).
+
+Defaults (marked where they are a model rather than a capture):
+- eswitch after boot: ``switchdev`` on a DPU's Arm (mlnx-bf-ctl sets it at boot), ``legacy`` on a host.
+- devlink port indexes follow corpus/devlink/bf-dpu-devlink-port-representors-nova-spec (p0 262143, pf0hpf
+  196608, pf0vfN 196609+N; p1 327679, pf1hpf 262144); attributes follow the recent-kernel sample
+  ecpf-host-pf-rep-port-function-state (controller 1 / external true for host-facing ports, splittable false).
+  SF ports are not listed (their index is not in the corpus).
+- GPUs of a host: 8x NVIDIA H100 80GB HBM3, driver 550.127.08 / CUDA 12.4, 700 W cap, 81559 MiB
+  (corpus/nvidia-smi/h100-1gpu-550-no-processes); bus ids and CPU affinity are model values.
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from dpusim import state
+
+MELLANOX = "15b3"
+
+# Features of an mlx5 netdev as the twin models them: (name, active, fixed). NOT from a capture (corpus gap:
+# no full `ethtool -k` of mlx5 exists): the set of names follows the kernel list ethtool prints; the values
+# follow the mlx5 driver's defaults as far as the corpus shows (esp-* on a crypto-enabled PF, hw-tc-offload off
+# until switchdev/TC is used).
+MLX5_FEATURES: tuple[tuple[str, bool, bool], ...] = (
+    ("rx-checksum", True, False), ("tx-checksum-ipv4", False, True), ("tx-checksum-ip-generic", True, False),
+    ("tx-checksum-ipv6", False, True), ("tx-checksum-fcoe-crc", False, True), ("tx-checksum-sctp", False, True),
+    ("tx-scatter-gather", True, False), ("tx-scatter-gather-fraglist", False, True),
+    ("tx-tcp-segmentation", True, False), ("tx-tcp-ecn-segmentation", False, True),
+    ("tx-tcp-mangleid-segmentation", False, False), ("tx-tcp6-segmentation", True, False),
+    ("tx-generic-segmentation", True, False), ("rx-gro", True, False), ("rx-lro", False, False),
+    ("rx-vlan-hw-parse", True, False), ("tx-vlan-hw-insert", True, False), ("rx-ntuple-filter", False, False),
+    ("rx-hashing", True, False), ("highdma", True, True), ("rx-vlan-filter", True, False),
+    ("vlan-challenged", False, True), ("tx-gso-robust", False, True), ("tx-fcoe-segmentation", False, True),
+    ("tx-gre-segmentation", True, False), ("tx-gre-csum-segmentation", True, False),
+    ("tx-ipxip4-segmentation", True, False), ("tx-ipxip6-segmentation", True, False),
+    ("tx-udp_tnl-segmentation", True, False), ("tx-udp_tnl-csum-segmentation", True, False),
+    ("tx-gso-partial", True, False), ("tx-tunnel-remcsum-segmentation", False, True),
+    ("tx-sctp-segmentation", False, True), ("tx-esp-segmentation", True, False), ("tx-udp-segmentation", True, False),
+    ("tx-gso-list", False, True), ("tx-nocache-copy", False, False), ("loopback", False, False),
+    ("rx-fcs", False, False), ("rx-all", False, False), ("tx-vlan-stag-hw-insert", False, True),
+    ("rx-vlan-stag-hw-parse", False, True), ("rx-vlan-stag-filter", False, True), ("l2-fwd-offload", False, True),
+    ("hw-tc-offload", False, False), ("esp-hw-offload", True, True), ("esp-tx-csum-hw-offload", True, True),
+    ("rx-udp_tunnel-port-offload", True, True), ("tls-hw-tx-offload", False, False),
+    ("tls-hw-rx-offload", False, False), ("rx-gro-hw", False, True), ("tls-hw-record", False, True),
+    ("rx-gro-list", False, False), ("macsec-hw-offload", False, True), ("rx-udp-gro-forwarding", False, False),
+    ("hsr-tag-ins-offload", False, True), ("hsr-tag-rm-offload", False, True), ("hsr-fwd-offload", False, True),
+    ("hsr-dup-offload", False, True),
+)
+
+# devlink params of an mlx5 PF (name, type, [(cmode, default)]): names/types/cmodes as the corpus shows them
+# (mlx5-devlink-monitor-param-new-partial: flow_steering_mode runtime dmfs, enable_roce driverinit true,
+# fdb_large_groups driverinit 15, esw_port_metadata, enable_remote_dev_reset generic).
+MLX5_PARAMS: tuple[tuple[str, str, list[tuple[str, Any]]], ...] = (
+    ("flow_steering_mode", "driver-specific", [("runtime", "dmfs")]),
+    ("esw_port_metadata", "driver-specific", [("runtime", True)]),
+    ("enable_remote_dev_reset", "generic", [("runtime", True)]),
+    ("enable_roce", "generic", [("driverinit", True)]),
+    ("fdb_large_groups", "driver-specific", [("driverinit", 15)]),
+)
+PARAM_CHOICES = {"flow_steering_mode": ("dmfs", "smfs")}
+
+# GPU host defaults (see module doc).
+H100 = {"name": "NVIDIA H100 80GB HBM3", "brand": "NVIDIA", "architecture": "Hopper", "mem_total_mib": 81559,
+        "mem_reserved_mib": 552, "power_cap_w": 700, "power_w": 75, "temp_c": 26, "pci_device_id": "0x233010DE",
+        "vbios": "96.00.99.00.01", "bar1_total_mib": 131072}
+DGX_BUSES = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
+DEFAULT_GPUS = {"model": "H100", "count": 8, "driver_version": "550.127.08", "cuda_version": "12.4"}
+
+# Kernel modules the twin answers for in lsmod (name, size, holders) in /proc/modules order; sizes from
+# corpus/lsmod/nvidia-580-mlx5-fwctl-lsmod-grep (mlx5 stack) and gpu-operator-doc-lsmod-grep-nvidia (nvidia).
+MLX5_MODULES = (("mlx5_ib", 561152, []), ("ib_uverbs", 212992, ["mlx5_ib"]),
+                ("ib_core", 528384, ["ib_uverbs", "mlx5_ib"]), ("mlx5_core", 3153920, ["mlx5_ib"]),
+                ("mlxfw", 36864, ["mlx5_core"]), ("psample", 16384, ["mlx5_core"]), ("tls", 155648, ["mlx5_core"]))
+NVIDIA_MODULES = (("nvidia_uvm", 1048576, []), ("nvidia_modeset", 1159168, []),
+                  ("nvidia", 39059456, ["nvidia_uvm", "nvidia_modeset"]))
+PEERMEM = ("nvidia_peermem", 16384)
+PEERMEM_VERSION = "1.1"  # model value for /sys/kernel/mm/memory_peers/nv_mem/version (no capture)
+
+
+class LinuxStateError(Exception):
+    """A request the twin cannot answer; the message names the input and what to do."""
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+def kernel_release(node: state.Node) -> str:
+    if node.role == "dpu":
+        return node.data.get("kernel_release", "5.15.0-1060-bluefield")
+    return node.data.get("kernel_release", os.uname().release)
+
+
+def linux_runtime(node: state.Node) -> dict[str, Any]:
+    return node.runtime.setdefault("linux", {})
+
+
+def linux_persistent(node: state.Node) -> dict[str, Any]:
+    return node.data.setdefault("linux", {})
+
+
+def host_vfs(card: state.Card) -> list[int]:
+    return list(card.data.get("linux", {}).get("host_vfs", [0] * card.profile["ports"]))
+
+
+def colon_guid(hex16: str) -> str:
+    return ":".join(hex16[i:i + 4] for i in range(0, 16, 4))
+
+
+def function_guid(card: state.Card, fn_index: int) -> str:
+    return "%016x" % (int(card.profile["base_guid"], 16) + fn_index)
+
+
+# ----------------------------------------------------------------------------------------------- netdevs
+
+def card_netdevs(node: state.Node) -> list[dict[str, Any]]:
+    """Every card netdev this node sees: ``{"name", "card", "fn", "kind" (uplink|hostrep|sf|vfrep|pf),
+    "pci", "mac", "rdma"}``."""
+    out = []
+    for card in node.cards:
+        entry = node.card_entry(card)
+        prof_side = card.profile.get("dpu", {})
+        for i, fn in enumerate(entry["functions"]):
+            for name in fn["netdevs"]:
+                if node.role != "dpu":
+                    kind = "pf"
+                elif name == fn["uplink"]:
+                    kind = "uplink"
+                elif name in prof_side.get("host_reps", []):
+                    kind = "hostrep"
+                else:
+                    kind = "sf"
+                out.append({"name": name, "card": card, "fn": i, "kind": kind, "pci": fn["pci"], "mac": fn["mac"],
+                            "rdma": fn["rdma"]})
+            if node.role == "dpu" and eswitch(node, fn["pci"])["mode"] == "switchdev":
+                for vf in range(host_vfs(card)[i] if i < len(host_vfs(card)) else 0):
+                    out.append({"name": f"pf{i}vf{vf}", "card": card, "fn": i, "kind": "vfrep", "pci": fn["pci"],
+                                "mac": fn["mac"], "rdma": fn["rdma"]})
+    return out
+
+
+def find_netdev(node: state.Node, name: str) -> dict[str, Any] | None:
+    for nd in card_netdevs(node):
+        if nd["name"] == name:
+            return nd
+    return None
+
+
+def real_netdev_sysfs(name: str) -> Path | None:
+    """The real kernel netdev of that name (the lab wires veths with the card's names), if any."""
+    p = Path("/sys/class/net") / name
+    return p if p.exists() else None
+
+
+def link_up(node: state.Node, name: str) -> bool:
+    forced = node.runtime_for(name).get("link")
+    if forced is not None:
+        return forced == "up"
+    sysfs = real_netdev_sysfs(name)
+    if sysfs is not None:
+        try:
+            return (sysfs / "operstate").read_text().strip() in ("up", "unknown")
+        except OSError:
+            return True
+    return True
+
+
+def netdev_mtu(node: state.Node, name: str) -> int:
+    sysfs = real_netdev_sysfs(name)
+    if sysfs is not None:
+        try:
+            return int((sysfs / "mtu").read_text().strip())
+        except (OSError, ValueError):
+            pass
+    return int(node.runtime_for(name).get("mtu", 1500))
+
+
+def netdev_mac(node: state.Node, nd: dict[str, Any]) -> str:
+    sysfs = real_netdev_sysfs(nd["name"])
+    if sysfs is not None:
+        try:
+            return (sysfs / "address").read_text().strip()
+        except OSError:
+            pass
+    return nd["mac"]
+
+
+def netdev_ipv4(name: str) -> list[str]:
+    """IPv4 addresses of the real netdev (lab), from ``ip -j``; none when it does not exist here."""
+    if real_netdev_sysfs(name) is None or shutil.which("ip") is None:
+        return []
+    try:
+        res = subprocess.run(["ip", "-j", "-4", "addr", "show", "dev", name], capture_output=True, text=True,
+                             timeout=5, check=False)
+        data = json.loads(res.stdout or "[]")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return []
+    return [a["local"] for link in data for a in link.get("addr_info", []) if a.get("family") == "inet"]
+
+
+# ----------------------------------------------------------------------------------------------- ethtool
+
+def ethtool_features(node: state.Node, name: str) -> dict[str, dict[str, Any]]:
+    saved = node.runtime_for(name).get("ethtool")
+    if saved is not None:
+        return copy.deepcopy(saved)
+    feats = {n: {"active": a, "fixed": f} for n, a, f in MLX5_FEATURES}
+    nd = find_netdev(node, name)
+    if nd is not None and nd["kind"] in ("hostrep", "vfrep", "sf"):
+        for n in ("esp-hw-offload", "esp-tx-csum-hw-offload", "tx-esp-segmentation"):
+            feats[n] = {"active": False, "fixed": True}
+    return feats
+
+
+def set_ethtool_features(node: state.Node, name: str, feats: dict[str, dict[str, Any]]) -> None:
+    node.runtime_for(name)["ethtool"] = feats
+
+
+# ----------------------------------------------------------------------------------------------- devlink
+
+def eswitch(node: state.Node, pci: str) -> dict[str, str]:
+    saved = linux_runtime(node).get("eswitch", {}).get(pci)
+    if saved is not None:
+        return dict(saved)
+    mode = "switchdev" if node.role == "dpu" else "legacy"
+    return {"mode": mode, "inline_mode": "none", "encap_mode": "basic"}
+
+
+def set_eswitch(node: state.Node, pci: str, values: dict[str, str]) -> None:
+    cur = eswitch(node, pci)
+    cur.update(values)
+    linux_runtime(node).setdefault("eswitch", {})[pci] = cur
+
+
+def devlink_params(node: state.Node, pci: str) -> list[dict[str, Any]]:
+    rt = linux_runtime(node).get("params", {}).get(pci, {})
+    perm = linux_persistent(node).get("params_permanent", {}).get(pci, {})
+    out = []
+    for name, ptype, values in MLX5_PARAMS:
+        vals = []
+        for cmode, default in values:
+            value = rt.get(name, {}).get(cmode, default) if cmode != "permanent" else perm.get(name, default)
+            vals.append({"cmode": cmode, "value": value})
+        out.append({"name": name, "type": ptype, "values": vals})
+    return out
+
+
+def set_devlink_param(node: state.Node, pci: str, name: str, cmode: str, value: Any) -> None:
+    if cmode == "permanent":
+        linux_persistent(node).setdefault("params_permanent", {}).setdefault(pci, {})[name] = value
+    else:
+        linux_runtime(node).setdefault("params", {}).setdefault(pci, {}).setdefault(name, {})[cmode] = value
+
+
+def devlink_ports(node: state.Node) -> list[dict[str, Any]]:
+    """``devlink port show`` data for every function of every card on this node."""
+    ports = []
+    for card in node.cards:
+        entry = node.card_entry(card)
+        side = card.profile.get("dpu", {})
+        for i, fn in enumerate(entry["functions"]):
+            handle = "pci/" + fn["pci"]
+            base = (3 + i) << 16
+            mode = eswitch(node, fn["pci"])["mode"]
+            if node.role != "dpu":
+                # a host PF: only its uplink port (vhca 0 -> index 65535); VF representors are not modelled
+                ports.append({"handle": f"{handle}/65535", "type": "eth", "netdev": fn["uplink"],
+                              "flavour": "physical", "port": i, "splittable": False})
+                continue
+            ports.append({"handle": f"{handle}/{base + 65535}", "type": "eth", "netdev": fn["uplink"],
+                          "flavour": "physical", "port": i, "splittable": False})
+            if mode != "switchdev":
+                continue
+            hostrep = side.get("host_reps", [])[i] if i < len(side.get("host_reps", [])) else None
+            if hostrep:
+                fstate = linux_runtime(node).get("port_fn_state", {}).get(f"{handle}/{base}", "active")
+                ports.append({"handle": f"{handle}/{base}", "type": "eth", "netdev": hostrep, "flavour": "pcipf",
+                              "controller": 1, "pfnum": i, "external": True, "splittable": False,
+                              "function": {"hw_addr": fn["mac"], "state": fstate,
+                                           "opstate": "attached" if fstate == "active" else "detached",
+                                           "roce": "enable", "max_io_eqs": 120}})
+            vfs = host_vfs(card)
+            for vf in range(vfs[i] if i < len(vfs) else 0):
+                ports.append({"handle": f"{handle}/{base + 1 + vf}", "type": "eth", "netdev": f"pf{i}vf{vf}",
+                              "flavour": "pcivf", "controller": 1, "pfnum": i, "vfnum": vf, "external": True,
+                              "splittable": False, "function": {"hw_addr": "00:00:00:00:00:00", "roce": "enable"}})
+    return ports
+
+
+def devlink_info(node: state.Node) -> list[dict[str, Any]]:
+    out = []
+    for card in node.cards:
+        entry = node.card_entry(card)
+        fw = card.data["firmware"]
+        stored = fw["banks"][fw["active_bank"]]["version"]
+        for fn in entry["functions"]:
+            out.append({"handle": "pci/" + fn["pci"], "driver": "mlx5_core",
+                        "serial_number": card.profile.get("serial_number"),
+                        "board.serial_number": card.profile.get("board_serial_number"),
+                        "versions": {"fixed": {"fw.psid": fw["running"]["psid"]},
+                                     "running": {"fw.version": fw["running"]["version"],
+                                                 "fw": fw["running"]["version"]},
+                                     "stored": {"fw.version": stored, "fw": stored}}})
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- QoS / RDMA CM
+
+def qos(node: state.Node, name: str) -> dict[str, Any]:
+    saved = node.runtime_for(name).get("qos")
+    if saved is not None:
+        return copy.deepcopy(saved)
+    return {"dcbx": "os", "trust": "pcp", "app_table": [], "buffer_size": [262016, 0, 0, 0, 0, 0, 0, 0],
+            "max_buffer_size": 2097152, "buffer_error": False, "cable_len": 7, "pfc": [0] * 8,
+            "prio2buffer": [0] * 8, "prio_tc": [0] * 8, "tsa": ["ets"] + ["strict"] * 7,
+            "tc_bw": [100, 0, 0, 0, 0, 0, 0, 0], "ratelimit": [0] * 8}
+
+
+def set_qos(node: state.Node, name: str, q: dict[str, Any]) -> None:
+    node.runtime_for(name)["qos"] = q
+
+
+def cma(node: state.Node, ibdev: str, port: int) -> dict[str, int]:
+    return dict(linux_runtime(node).get("cma", {}).get(f"{ibdev}/{port}", {"mode": 2, "tos": 0}))
+
+
+def set_cma(node: state.Node, ibdev: str, port: int, values: dict[str, int]) -> None:
+    cur = cma(node, ibdev, port)
+    cur.update(values)
+    linux_runtime(node).setdefault("cma", {})[f"{ibdev}/{port}"] = cur
+
+
+# ----------------------------------------------------------------------------------------------- RDMA devices
+
+def rdma_ports(node: state.Node) -> list[dict[str, Any]]:
+    """One entry per RDMA device port: ``{"ibdev", "port", "netdev", "card", "fn", "pci", "mac"}``."""
+    out = []
+    for card in node.cards:
+        entry = node.card_entry(card)
+        for i, fn in enumerate(entry["functions"]):
+            out.append({"ibdev": fn["rdma"], "port": 1, "netdev": fn["uplink"], "card": card, "fn": i,
+                        "pci": fn["pci"], "mac": fn["mac"]})
+    return out
+
+
+def gid_from_ipv6(addr: ipaddress.IPv6Address) -> str:
+    h = addr.exploded.replace(":", "")
+    return ":".join(h[i:i + 4] for i in range(0, 32, 4))
+
+
+def link_local_gid(mac: str) -> str:
+    b = [int(x, 16) for x in mac.split(":")]
+    b[0] ^= 0x02
+    eui = bytes([0xfe, 0x80, 0, 0, 0, 0, 0, 0, b[0], b[1], b[2], 0xff, 0xfe, b[3], b[4], b[5]])
+    return gid_from_ipv6(ipaddress.IPv6Address(eui))
+
+
+def gids(node: state.Node, port: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """The RoCE GID table of a port: ``[(index, gid, "v1"|"v2")]``: link-local from the MAC, then each IPv4
+    address (``::ffff:a.b.c.d``), each as a RoCE v1 and a v2 entry, like mlx5 fills it."""
+    nd = {"name": port["netdev"], "mac": port["mac"]}
+    addrs = [link_local_gid(netdev_mac(node, nd))]
+    v4 = netdev_ipv4(port["netdev"]) or linux_runtime(node).get("ipv4", {}).get(port["netdev"], [])
+    addrs += [gid_from_ipv6(ipaddress.IPv6Address("::ffff:" + a)) for a in v4]
+    out = []
+    for gid in addrs:
+        out.append((len(out), gid, "v1"))
+        out.append((len(out), gid, "v2"))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- modules / sysfs
+
+def modules(node: state.Node) -> dict[str, Any]:
+    return linux_runtime(node).setdefault("modules", {})
+
+
+def peermem_sysfs(node: state.Node) -> Path:
+    return node.root / "sys/kernel/mm/memory_peers/nv_mem/version"
+
+
+def load_peermem(node: state.Node) -> None:
+    modules(node)["nvidia_peermem"] = {"loaded": True}
+    path = peermem_sysfs(node)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(PEERMEM_VERSION + "\n")
+
+
+def unload_peermem(node: state.Node) -> None:
+    modules(node).pop("nvidia_peermem", None)
+    path = peermem_sysfs(node)
+    if path.exists():
+        path.unlink()
+
+
+def sync_sysfs(node: state.Node) -> None:
+    """Remove the twin's sysfs files of modules that a reboot unloaded."""
+    if "nvidia_peermem" not in modules(node) and peermem_sysfs(node).exists():
+        peermem_sysfs(node).unlink()
+
+
+# ----------------------------------------------------------------------------------------------- GPUs
+
+def configure_gpus(node: state.Node, count: int, driver_version: str | None = None,
+                   cuda_version: str | None = None) -> None:
+    """Set the GPU inventory of a host node (persistent). ``count`` 0 means no NVIDIA GPU."""
+    if node.role != "host":
+        raise LinuxStateError(f"dpusim: node {node.root} is a {node.role}; GPUs belong to a host node")
+    if not 0 <= count <= len(DGX_BUSES):
+        raise LinuxStateError(f"dpusim: GPU count {count} out of range 0..{len(DGX_BUSES)}")
+    cfg = dict(DEFAULT_GPUS, count=count)
+    if driver_version:
+        cfg["driver_version"] = driver_version
+    if cuda_version:
+        cfg["cuda_version"] = cuda_version
+    linux_persistent(node)["gpus"] = cfg
+
+
+def gpu_config(node: state.Node) -> dict[str, Any]:
+    if node.role != "host":
+        return dict(DEFAULT_GPUS, count=0)
+    return dict(linux_persistent(node).get("gpus", DEFAULT_GPUS))
+
+
+def gpus(node: state.Node) -> list[dict[str, Any]]:
+    cfg = gpu_config(node)
+    out = []
+    for i in range(cfg["count"]):
+        g = dict(H100)
+        g.update({"index": i, "persistence": "On", "bus_id": f"00000000:{DGX_BUSES[i]}:00.0", "disp_a": "Off",
+                  "ecc": "0", "fan": "N/A", "perf": "P0", "mem_used_mib": 1, "util_pct": 0,
+                  "compute_mode": "Default", "mig": "Disabled", "numa": 0 if i < cfg["count"] / 2 else 1,
+                  "serial": "%013d" % (1654922000000 + i),
+                  "uuid": "GPU-%08x-0000-4000-8000-%012x" % (0x5a100000 + i, i)})
+        out.append(g)
+    return out
