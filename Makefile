@@ -28,7 +28,8 @@ demo: venv
 	scripts/ensure-docker.sh
 	$(BIN)/bluefleet lab up
 	$(BIN)/ansible-playbook -i inventories/lab site.yml
-	$(BIN)/bluefleet lab summary
+	rc=0; $(BIN)/pytest tests/validation --hosts=ansible://all --ansible-inventory=inventories/lab \
+	  -p no:cacheprovider -q -rfE || rc=$$?; $(BIN)/bluefleet lab summary; exit $$rc
 
 demo-down: venv
 	$(BIN)/bluefleet lab down
@@ -58,8 +59,8 @@ integration: venv
 
 molecule: venv
 	scripts/ensure-docker.sh
-	$(BIN)/bluefleet lab images
-	$(BIN)/molecule test -s default
+	mkdir -p .cache && $(BIN)/bluefleet lab images --print-env > .cache/lab-images.env
+	. .cache/lab-images.env && $(BIN)/molecule test -s default
 
 clean:
 	rm -rf $(VENV) .collections build
