@@ -323,13 +323,16 @@ def devlink_info(node: state.Node) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------------------------- QoS / RDMA CM
 
 def qos(node: state.Node, name: str) -> dict[str, Any]:
+    """mlnx_qos state of a netdev. Boot defaults: ETS as the mlx5 driver initialises it (every TC vendor TSA with
+    100 %, priority 0 on TC 1 and priority 1 on TC 0, mlx5e_ets_init); DCBX OS controlled; trust pcp; buffer
+    sizes, cable length 7 (fixture-tabs-pcp) are model values."""
     saved = node.runtime_for(name).get("qos")
     if saved is not None:
         return copy.deepcopy(saved)
     return {"dcbx": "os", "trust": "pcp", "app_table": [], "buffer_size": [262016, 0, 0, 0, 0, 0, 0, 0],
             "max_buffer_size": 2097152, "buffer_error": False, "cable_len": 7, "pfc": [0] * 8,
-            "prio2buffer": [0] * 8, "prio_tc": [0] * 8, "tsa": ["ets"] + ["strict"] * 7,
-            "tc_bw": [100, 0, 0, 0, 0, 0, 0, 0], "ratelimit": [0] * 8}
+            "prio2buffer": [0] * 8, "prio_tc": [1, 0, 2, 3, 4, 5, 6, 7], "tsa": ["vendor"] * 8,
+            "tc_bw": [100] * 8, "ratelimit": [0] * 8}
 
 
 def set_qos(node: state.Node, name: str, q: dict[str, Any]) -> None:
