@@ -1,0 +1,140 @@
+# Copyright: bluefleet developers
+# Apache License 2.0 (see LICENSE)
+"""Parsers for ``mlxfwreset`` / ``mstfwreset``. Kinds: ``mlxfwreset-query`` (``... q``) and
+``mlxfwreset-reset`` (``... [-l N] [-y] reset``).
+
+Strings: shared/corpus/mlxfwreset/FORMAT-from-source.md (mstflint small_utils/mstfwreset.py).
+The FORMAT file covers the reset run; the query layout (sections ``Reset-levels:``,
+``Reset-types (...):``, ``Reset-sync (...):`` of ``N: description  -Supported|-Not Supported
+[(default)]`` rows) is taken from a published BlueField-3 capture (fixture
+``bf3-mlxfwreset-q-blockquote``), not from the source: the corpus has no query sample.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import (
+    ParseError,
+    no_structure,
+    split_lines,
+)
+
+_ROW_RE = re.compile(
+    r"^(?P<num>\d+)\s*:\s*(?P<desc>.*?)\s*-\s*(?P<support>Supported|Not\s+Supported)\s*(?P<default>\(default\))?\s*$",
+    re.IGNORECASE,
+)
+_SECTION_RE = re.compile(r"^(?P<title>Reset-[A-Za-z]+)(?:\s*\((?P<note>[^)]*)\))?\s*:\s*$")
+_SECTION_KEYS = {"reset-levels": "levels", "reset-types": "types", "reset-sync": "sync"}
+
+
+def parse_mlxfwreset_query(text):
+    """``mlxfwreset -d DEV q``: ``{"levels": [...], "types": [...], "sync": [...], "notes": {...}}``."""
+    kind = "mlxfwreset-query"
+    lines = split_lines(text)
+    result = {"levels": [], "types": [], "sync": [], "notes": {}, "errors": [], "messages": []}
+    section = None
+    for index, raw in enumerate(lines):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("-E-"):
+            result["errors"].append(line[3:].strip())
+            continue
+        if line.startswith(("-I-", "-W-")):
+            result["messages"].append(line[3:].strip())
+            continue
+        match = _SECTION_RE.match(line)
+        if match:
+            title = match.group("title").lower()
+            section = _SECTION_KEYS.get(title, title)
+            result.setdefault(section, [])
+            if match.group("note"):
+                result["notes"][section] = match.group("note").strip()
+            continue
+        match = _ROW_RE.match(line)
+        if match and section is not None:
+            entry = {
+                "description": match.group("desc"),
+                "supported": match.group("support").lower() == "supported",
+                "default": match.group("default") is not None,
+            }
+            entry["level" if section == "levels" else "id"] = int(match.group("num"))
+            result[section].append(entry)
+            continue
+        raise ParseError(kind, "expected a 'Reset-levels:' style title or 'N: description -Supported' row",
+                         index + 1, raw)
+    if not result["levels"] and not result["errors"]:
+        raise no_structure(kind, lines, "'Reset-levels:' followed by 'N: description -Supported' rows")
+    return result
+
+
+_LEVEL_HEAD_RE = re.compile(
+    r"^(?:The|Minimal|Requested) reset level for device,\s*(?P<device>.*?)\s*(?:is)?\s*:\s*$", re.IGNORECASE
+)
+_LEVEL_RE = re.compile(r"^(?P<num>\d+)\s*:\s*(?P<desc>.+?)\s*$")
+_STEP_RE = re.compile(r"^(?P<step>.+?)\s*-\s*(?P<status>Done|Skipped|Failed|FAILED|OK)\s*$")
+
+
+def parse_mlxfwreset_reset(text):
+    """``mlxfwreset -d DEV [-l N] -y reset``: chosen level, answer, steps and outcome.
+
+    ``ok`` is true when the tool says the firmware was loaded (``FW was loaded successfully`` or
+    ``FW reset success``) and printed no ``-E-`` line.
+    """
+    kind = "mlxfwreset-reset"
+    lines = split_lines(text)
+    result = {"device": None, "level": None, "level_description": None, "prompt": None, "answer": None,
+              "steps": [], "ok": False, "errors": [], "messages": []}
+    expect_level = False
+    recognised = False
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        match = _LEVEL_HEAD_RE.match(line)
+        if match:
+            result["device"] = match.group("device") or None
+            expect_level = recognised = True
+            continue
+        if expect_level:
+            match = _LEVEL_RE.match(line)
+            if match:
+                result["level"] = int(match.group("num"))
+                result["level_description"] = match.group("desc")
+                expect_level = False
+                continue
+        expect_level = False
+        if "?" in line and "[y/N]" in line:
+            question, _, answer = line.rpartition("]")
+            result["prompt"] = question + "]"
+            result["answer"] = answer.strip() or None
+            continue
+        if line.startswith("-E-"):
+            result["errors"].append(line[3:].strip())
+            recognised = True
+            continue
+        if line.startswith(("-I-", "-W-")):
+            body = line[3:].strip()
+            match = _STEP_RE.match(body)
+            if match and line.startswith("-I-"):
+                result["steps"].append({"step": " ".join(match.group("step").split()), "status": match.group("status")})
+                recognised = True
+                continue
+            result["messages"].append(body)
+            if "fw was loaded successfully" in body.lower() or "fw reset success" in body.lower():
+                result["ok"] = True
+                recognised = True
+            continue
+        result["messages"].append(line)
+    if not recognised:
+        raise no_structure(kind, lines, "'The reset level for device, DEV is:' and '-I- <step> -Done' lines")
+    if result["errors"] or any(step["status"].lower() == "failed" for step in result["steps"]):
+        result["ok"] = False
+    return result
+
+
+PARSERS = {
+    "mlxfwreset-query": parse_mlxfwreset_query,
+    "mlxfwreset-reset": parse_mlxfwreset_reset,
+}
