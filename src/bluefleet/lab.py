@@ -84,8 +84,8 @@ def cmd_images(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     topo = Topology(args.prefix, args.pairs, args.profile)
     t0 = time.monotonic()
-    lab_images.require_docker()
     lab_images.require_root("wiring veths into the containers' network namespaces (ip link ... netns PID)")
+    lab_images.require_docker()
     images, timings = lab_images.ensure_images()
     t1 = time.monotonic()
     changes = lab_wiring.bring_up(topo, images.gpu_host, images.dpu)
@@ -102,8 +102,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_wire(args: argparse.Namespace) -> int:
     topo = Topology(args.prefix, args.pairs, args.profile)
-    lab_images.require_docker()
     lab_images.require_root("wiring veths into the containers' network namespaces (ip link ... netns PID)")
+    lab_images.require_docker()
     changes = lab_wiring.wire(topo)
     for line in changes:
         _out(f"  changed: {line}")
@@ -165,8 +165,8 @@ def _summary_row(name: str, role: str) -> tuple[list[str], bool]:
         link_txt.append(f"{ifname} {state}")
     st = lab_wiring.exec_in(name, ["dpusim", "state"], check=False)
     try:
-        twin_role = json.loads(st.stdout).get("role") if st.returncode == 0 else None
-    except json.JSONDecodeError:
+        twin_role = json.loads(st.stdout).get("node", {}).get("role") if st.returncode == 0 else None
+    except (json.JSONDecodeError, AttributeError):
         twin_role = None
     twin = f"role {twin_role}" if twin_role else "not answering"
     ok &= twin_role == role

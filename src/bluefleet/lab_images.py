@@ -251,7 +251,23 @@ def ensure_images(force: bool = False) -> tuple[ImageSet, dict[str, float]]:
     for name, tag in (("gpu-host", images.gpu_host), ("dpu", images.dpu)):
         if force or not image_exists(tag):
             timings[name] = build_image(name, tag, images.base)
+    if timings:
+        prune_stale(images)
     return images, timings
+
+
+def prune_stale(images: ImageSet) -> list[str]:
+    """Untag older ``bluefleet/{base,gpu-host,dpu}`` images (their inputs changed). An image a container
+    still uses is kept (``docker rmi`` without force refuses it); its layers stay cached either way."""
+    current = {images.base, images.gpu_host, images.dpu}
+    out = docker("images", "--format", "{{.Repository}}:{{.Tag}}", timeout=60).stdout.split()
+    stale = [t for t in out if t.split(":")[0] in ("%s/base" % REPO, "%s/gpu-host" % REPO, "%s/dpu" % REPO)
+             and t not in current]
+    removed = []
+    for tag in stale:
+        if docker("rmi", tag, check=False, timeout=120).returncode == 0:
+            removed.append(tag)
+    return removed
 
 
 def image_size(tag: str) -> int:

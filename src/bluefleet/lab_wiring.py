@@ -29,6 +29,7 @@ UPLINK = "p0"
 CARD_MOUNT = "/var/lib/dpusim-card"
 TWIN_ROOT = "/var/lib/dpusim"
 RSHIM = "rshim0"
+REAL_ETHTOOL = "/usr/sbin/ethtool"
 LABEL = "bluefleet.lab"
 DEFAULT_PREFIX = "bf"
 DEFAULT_PAIRS = 2
@@ -192,10 +193,11 @@ def _links_up(hpid: int, dpid: int) -> None:
 def _host_checksum_offload_off(pair: Pair, changes: list[str]) -> None:
     # Lab artefact, not a toolkit setting: veth hands CHECKSUM_PARTIAL packets to OVS's userspace
     # datapath, which forwards them with bad TCP checksums (lab-recipe.md §1); the sender turns
-    # tx checksumming off.
-    out = exec_in(pair.host, ["ethtool", "-k", HOST_NETDEV]).stdout
+    # tx checksumming off. The kernel's ethtool by absolute path: the twin's `ethtool` front-end,
+    # first on PATH, answers for the card's netdevs from twin state and would not touch the veth.
+    out = exec_in(pair.host, [REAL_ETHTOOL, "-k", HOST_NETDEV]).stdout
     if re.search(r"^tx-checksumming: on", out, re.M):
-        exec_in(pair.host, ["ethtool", "-K", HOST_NETDEV, "tx", "off"])
+        exec_in(pair.host, [REAL_ETHTOOL, "-K", HOST_NETDEV, "tx", "off"])
         changes.append(f"{pair.host}: {HOST_NETDEV} tx checksum offload off")
 
 

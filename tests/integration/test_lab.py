@@ -1,0 +1,184 @@
+"""The container lab: `bluefleet lab images|up|wire|down` against the real Docker engine.
+
+Marked ``docker``: with no Docker engine these tests FAIL with a message saying how to start one
+(scripts/ensure-docker.sh); they are never skipped. They need root (veths by container PID) and
+the lab images (built once, then reused: the first run on a fresh machine takes ~2 minutes).
+The lab prefix ``bft`` keeps them apart from a demo lab (``bf``) and Molecule's (``mol``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bluefleet import lab_images, lab_wiring
+from bluefleet.lab_wiring import Topology
+
+ROOT = Path(__file__).resolve().parents[2]
+BLUEFLEET = str(Path(sys.executable).parent / "bluefleet")
+PREFIX = "bft"
+
+
+def lab(*args: str, env: dict[str, str] | None = None, user: int | None = None,
+        timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    argv = [BLUEFLEET, "lab", *args]
+    if user is not None:
+        argv = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups", *argv]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})),
+                          check=False, cwd=ROOT)
+
+
+def resources(prefix: str = PREFIX) -> dict[str, list[str]]:
+    return lab_wiring.lab_resources(prefix)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """A Docker engine and the lab images; fails (never skips) when there is none."""
+    try:
+        lab_images.require_docker()
+    except lab_images.LabError as exc:
+        pytest.fail("the lab tests need a Docker engine: %s" % exc)
+    if os.geteuid() != 0:
+        pytest.fail("the lab tests need root (veths are made by container PID): run them as root")
+    proc = lab("images")
+    assert proc.returncode == 0, "bluefleet lab images failed:\n%s%s" % (proc.stdout, proc.stderr)
+    yield lab_images.planned_images()
+
+
+@pytest.fixture
+def clean_lab():
+    lab_wiring.teardown(PREFIX)
+    yield PREFIX
+    lab_wiring.teardown(PREFIX)
+    assert not any(resources().values()), "bluefleet lab down left %s" % resources()
+
+
+def _links(container: str) -> dict[str, dict]:
+    out = subprocess.run(["docker", "exec", container, "ip", "-j", "link", "show"], capture_output=True, text=True,
+                         check=True, timeout=30).stdout
+    return {x["ifname"]: x for x in json.loads(out)}
+
+
+def _twin_role(container: str) -> str:
+    out = subprocess.run(["docker", "exec", container, "dpusim", "state"], capture_output=True, text=True,
+                         check=True, timeout=30).stdout
+    return json.loads(out)["node"]["role"]
+
+
+# ------------------------------------------------------------------ no engine needed
+def test_molecule_scenario_uses_the_lab_layout():
+    """molecule/default names its platforms, volumes and pairing vars as `bluefleet lab up` does."""
+    spec = yaml.safe_load((ROOT / "molecule" / "default" / "molecule.yml").read_text())
+    topo = Topology("mol", 2)
+    assert spec["provisioner"]["inventory"]["host_vars"] == lab_wiring.host_vars(topo)
+    platforms = {p["name"]: p for p in spec["platforms"]}
+    for pair in topo.all_pairs():
+        host, dpu = platforms[pair.host], platforms[pair.dpu]
+        assert host["groups"] == ["gpu_hosts"] and dpu["groups"] == ["dpus"]
+        assert host["network_mode"] == "none"
+        assert [n["name"] for n in dpu["networks"]] == [topo.fabric]
+        card = "%s:%s" % (pair.volume, lab_wiring.CARD_MOUNT)
+        assert card in host["volumes"] and card in dpu["volumes"]
+        assert "NET_ADMIN" in host["capabilities"] and "NET_ADMIN" in dpu["capabilities"]
+        assert not host.get("privileged") and not dpu.get("privileged")
+    assert set(platforms) == {n for p in topo.all_pairs() for n in (p.host, p.dpu)}
+    seq = spec["scenario"]["test_sequence"]
+    assert seq == ["destroy", "create", "prepare", "converge", "idempotence", "verify", "destroy"]
+
+
+def test_image_tags_follow_their_inputs(tmp_path, monkeypatch):
+    """A twin change moves the gpu-host and dpu tags and leaves the base tag alone."""
+    before = lab_images.planned_images()
+    assert before == lab_images.planned_images()
+    twin = tmp_path / "dpusim"
+    shutil.copytree(lab_images.twin_dir(), twin, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(lab_images, "twin_dir", lambda: twin)
+    assert lab_images.planned_images() == before
+    (twin / "__init__.py").write_text((twin / "__init__.py").read_text() + "\n# changed\n")
+    after = lab_images.planned_images()
+    assert after.base == before.base
+    assert after.gpu_host != before.gpu_host and after.dpu != before.dpu
+
+
+# ------------------------------------------------------------------ against Docker
+@pytest.mark.docker
+def test_up_wires_pair_is_idempotent_and_down_leaves_nothing(engine, clean_lab, tmp_path):
+    inv = tmp_path / "hosts.yml"
+    first = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", str(inv))
+    assert first.returncode == 0, first.stdout + first.stderr
+    host, dpu = "bft-node1", "bft-node1-dpu"
+    hl, dl = _links(host), _links(dpu)
+    assert hl["ens1f0np0"]["operstate"] == "UP"
+    assert dl["pf0hpf"]["operstate"] == "UP" and "UP" in dl["p0"]["flags"]
+    assert "eth0" not in dl and set(hl) == {"lo", "ens1f0np0"}
+    assert _twin_role(host) == "host" and _twin_role(dpu) == "dpu"
+    data = yaml.safe_load(inv.read_text())
+    children = data["all"]["children"]
+    assert children["gpu_hosts"]["hosts"] == {host: {"bluefleet_dpus": [dpu]}}
+    assert children["dpus"]["hosts"] == {dpu: {"bluefleet_host": host, "bluefleet_rshim": "rshim0"}}
+    assert data["all"]["vars"]["ansible_connection"] == "community.docker.docker"
+
+    again = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", str(inv))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "changed=0" in again.stdout, again.stdout
+
+    # break the host<->DPU link: `wire` (Molecule's prepare) repairs it, then is a no-op
+    subprocess.run(["docker", "exec", host, "ip", "link", "del", "ens1f0np0"], check=True, timeout=30)
+    fixed = lab("wire", "--pairs", "1", "--prefix", PREFIX)
+    assert fixed.returncode == 0 and "changed=0" not in fixed.stdout, fixed.stdout + fixed.stderr
+    assert _links(dpu)["pf0hpf"]["operstate"] == "UP"
+    assert "changed=0" in lab("wire", "--pairs", "1", "--prefix", PREFIX).stdout
+
+    summary = lab("summary", "--pairs", "1", "--prefix", PREFIX)
+    assert summary.returncode == 0, summary.stdout + summary.stderr
+
+    down = lab("down", "--prefix", PREFIX, "--inventory", str(inv))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert not any(resources().values()), resources()
+    assert not inv.exists()
+
+
+@pytest.mark.docker
+def test_interrupted_up_finishes_when_run_again(engine, clean_lab, tmp_path):
+    inv = str(tmp_path / "hosts.yml")
+    proc = subprocess.Popen([BLUEFLEET, "lab", "up", "--pairs", "1", "--prefix", PREFIX, "--inventory", inv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not resources()["containers"]:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert any(resources().values()), "the interrupt came too late to leave a half-built lab"
+    rerun = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", inv)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert lab("summary", "--pairs", "1", "--prefix", PREFIX).returncode == 0
+
+
+@pytest.mark.docker
+def test_preconditions_fail_with_one_clear_message_and_create_nothing(engine, clean_lab, tmp_path):
+    no_engine = lab("up", "--pairs", "1", "--prefix", PREFIX, env={"DOCKER_HOST": "unix:///nonexistent.sock"})
+    assert no_engine.returncode == 1
+    assert "no Docker engine answers" in no_engine.stderr and "ensure-docker.sh" in no_engine.stderr
+    assert len(no_engine.stderr.strip().splitlines()) == 1, no_engine.stderr
+
+    not_root = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", str(tmp_path / "x.yml"), user=65534)
+    assert not_root.returncode == 1
+    assert "needs root" in not_root.stderr, not_root.stderr
+
+    base_before = lab_images.planned_images().base
+    no_mirror = lab("images", "--force", env={"BLUEFLEET_DEBIAN_MIRROR": "http://127.0.0.1:9/debian"})
+    assert no_mirror.returncode == 1
+    assert "cannot reach the package mirror" in no_mirror.stderr and "BLUEFLEET_DEBIAN_MIRROR" in no_mirror.stderr
+    assert lab_images.image_exists(base_before)
+
+    assert not any(resources().values()), resources()
