@@ -1,0 +1,617 @@
+# Copyright: bluefleet developers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: dpu_info
+short_description: Facts about the BlueField DPUs and ConnectX NICs of the machine it runs on
+version_added: 0.1.0
+description:
+  - Lists every BlueField / ConnectX card the MFT tools see on the machine the module runs on, a GPU
+    host (x86 side) or a DPU (its Arm side), with what the tools say about it.
+  - Per card, from C(mst status -v), C(flint -d DEV q), C(mlxconfig -d DEV -e q) and
+    C(mlxprivhost -d DEV q), and once per machine C(devlink dev eswitch show), C(bfver),
+    C(mlxbf-bootctl) and the rshim C(misc) files. Each tool runs at most once per card.
+  - Read-only. Every command run is returned in RV(cmd); the version each tool reports in RV(tool_versions).
+  - A tool that is not installed is reported in RV(tools_missing) and in the section it feeds
+    (C(available=false) with the reason), not as a failure. A machine without cards returns an empty
+    RV(devices) list and a message. A tool that fails or prints output the parsers cannot read fails
+    the task with the command, its exit status and its output.
+author:
+  - bluefleet developers
+options:
+  filter:
+    description:
+      - Sections to gather. Device discovery (C(mst status -v): type, PCI and mst paths, netdevs,
+        RDMA devices) always runs.
+      - C(firmware) flashed and running firmware, PSID, pending firmware reset (C(flint q)).
+      - C(nvconfig) non-volatile configuration with Default, Current and Next Boot values, part
+        number (C(mlxconfig -e q)). C(mode) DPU or NIC mode for Current and Next Boot (also from
+        C(mlxconfig); asking for C(mode) alone runs it once and leaves out the parameter table).
+      - C(eswitch) devlink eswitch mode per PCI function. C(privilege) host privilege level
+        (C(mlxprivhost q), DPU side only). C(rshim) rshim devices (host side only).
+      - C(dpu_os) BFB / DOCA / OS version (C(bfver), DPU side only). C(secure_boot) secure-boot
+        lifecycle (C(mlxbf-bootctl), DPU side only). C(tool_versions) the version of each tool used.
+    type: list
+    elements: str
+    choices: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
+    default: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
+  side:
+    description:
+      - Which side of the card the module runs on. C(auto) decides from the netdevs C(mst status -v)
+        lists - the Arm side of a BlueField sees the host PF representors C(pfNhpf) - and treats
+        everything else as a host.
+    type: str
+    choices: [auto, host, dpu]
+    default: auto
+  fs_root:
+    description:
+      - Directory that stands for C(/) when the module reads files (C(/dev/rshimN/misc)).
+      - Leave it at C(/) on real machines; a test bed that keeps these files elsewhere points it there.
+    type: path
+    default: /
+  timeout:
+    description: Seconds each command may run before it is stopped and the task fails.
+    type: int
+    default: 120
+attributes:
+  check_mode:
+    description: The module only reads; it runs the same read-only commands in check mode.
+    support: full
+  diff_mode:
+    description: Nothing changes, so there is nothing to diff.
+    support: none
+  platform:
+    description: Runs on Linux hosts and on BlueField Arm systems with MFT installed.
+    platforms: posix
+    support: full
+notes:
+  - The tools are looked up on C(PATH) of the task's environment and run with C(LC_ALL=C).
+seealso:
+  - module: bluefleet.dpu.gpu_info
+"""
+
+EXAMPLES = r"""
+- name: Gather everything about the cards
+  bluefleet.dpu.dpu_info:
+  register: dpu
+
+- name: Firmware and mode only
+  bluefleet.dpu.dpu_info:
+    filter: [firmware, mode]
+  register: dpu_fw
+
+- name: Stop when a card waits for a firmware reset
+  ansible.builtin.assert:
+    that: dpu.devices | selectattr('pending_reset.required') | list | length == 0
+    fail_msg: A card runs older firmware or configuration than it has stored; reset it first.
+"""
+
+RETURN = r"""
+changed:
+  description: Always false; the module only reads.
+  returned: always
+  type: bool
+side:
+  description: The side the module ran on, C(host) or C(dpu).
+  returned: always
+  type: str
+  sample: dpu
+filter:
+  description: The sections gathered.
+  returned: always
+  type: list
+  elements: str
+msg:
+  description: Why RV(devices) is empty (no card found, or C(mst) missing).
+  returned: when no card was found
+  type: str
+  sample: "no BlueField or ConnectX device found by mst status -v"
+devices:
+  description: One entry per card (PCI functions of one card are grouped under its first mst device).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    mst:
+      description: mst device of the card's first function; the C(-d) argument the tools are given.
+      type: str
+      sample: /dev/mst/mt41692_pciconf0
+    device_type:
+      description: Device type as C(mst status -v) prints it.
+      type: str
+      sample: BlueField3(rev:1)
+    bluefield:
+      description: True for a BlueField (the device type starts with C(BlueField)).
+      type: bool
+    pci:
+      description: PCI address of the first function as C(mst status -v) prints it.
+      type: str
+      sample: "03:00.0"
+    numa:
+      description: NUMA node of the first function (C(-1) when none).
+      type: int
+    functions:
+      description: The card's PCI functions, C(mst), C(pci), C(rdma), C(netdevs), C(numa) each, sorted by PCI address.
+      type: list
+      elements: dict
+    netdevs:
+      description: All netdevs of the card, in function order.
+      type: list
+      elements: str
+      sample: [pf0hpf, en3f0pf0sf0, p0, p1, pf1hpf, en3f1pf1sf0]
+    rdma_devices:
+      description: RDMA devices of the card, in function order.
+      type: list
+      elements: str
+      sample: [mlx5_0, mlx5_1]
+    psid:
+      description: PSID of the flashed firmware (C(firmware) section), else null.
+      type: str
+      sample: MT_0000000998
+    part_number:
+      description: Part number as C(mlxconfig) prints it in C(Name:) (C(nvconfig) or C(mode) section), else null.
+      type: str
+      sample: 900-9D3B6-00CV-A_Ax
+    description:
+      description: Board description as C(mlxconfig) prints it, else null.
+      type: str
+    firmware:
+      description: >-
+        C(available) (false with C(reason) when flint is missing), C(flashed) (version on flash),
+        C(running) (the running version; equal to C(flashed) when flint prints no running line),
+        C(pending_reset) (bool), C(psid), C(product_version), C(release_date), C(image_type),
+        C(security_attributes), C(base_guid), C(base_mac), C(rom_info) (list of C(type), C(version), C(cpu)).
+      type: dict
+      returned: when C(firmware) is in O(filter)
+    nvconfig:
+      description: >-
+        C(available) and C(reason) as above, C(params) (NAME -> C(default), C(current), C(next_boot)
+        as C(mlxconfig) prints them, e.g. C(EMBEDDED_CPU(1))) and C(pending) (names whose Next Boot
+        differs from Current).
+      type: dict
+      returned: when C(nvconfig) is in O(filter)
+    mode:
+      description: >-
+        C(available), C(current) and C(next_boot), each C(dpu), C(nic), C(separated_host) or null
+        (a BlueField whose configuration lacks C(INTERNAL_CPU_MODEL)). A ConnectX is always C(nic).
+        DPU mode is C(INTERNAL_CPU_MODEL=EMBEDDED_CPU(1)) with C(INTERNAL_CPU_OFFLOAD_ENGINE) enabled (0) or absent.
+      type: dict
+      returned: when C(mode) is in O(filter)
+    eswitch:
+      description: >-
+        C(available), C(reason), C(functions) (PCI address with domain -> C(mode), C(inline_mode),
+        C(encap_mode) from devlink; functions devlink does not list are absent).
+      type: dict
+      returned: when C(eswitch) is in O(filter)
+    privilege:
+      description: >-
+        C(available), C(reason) (e.g. host side), C(level) (C(PRIVILEGED) or C(RESTRICTED)),
+        C(host_index) (null unless printed) and C(port_functions) (C(disable_rshim) ... -> C(TRUE) / C(FALSE) as printed).
+      type: dict
+      returned: when C(privilege) is in O(filter)
+    pending_reset:
+      description: >-
+        C(required) (bool), C(firmware) (flashed differs from running), C(nvconfig) (names of
+        parameters whose Next Boot differs from Current). Built from the sections gathered.
+      type: dict
+      returned: always
+rshim:
+  description: >-
+    Host side: C(available), C(reason), C(devices) (one per C(/dev/rshimN): C(name), C(path),
+    C(fields) and C(log) as the rshim-misc parser returns them). DPU side: C(available=false).
+  returned: when C(rshim) is in O(filter)
+  type: dict
+dpu_os:
+  description: >-
+    DPU side: C(available), C(release) (OS release / BFB bundle), C(doca_version), C(bundle_version),
+    C(os), C(atf_version), C(uefi_version), C(bsp_version), C(boot_device) from C(bfver). Host side: C(available=false).
+  returned: when C(dpu_os) is in O(filter)
+  type: dict
+secure_boot:
+  description: >-
+    DPU side: C(available), C(lifecycle_state), C(secured), C(primary), C(backup) and the other fields
+    from C(mlxbf-bootctl). Host side: C(available=false).
+  returned: when C(secure_boot) is in O(filter)
+  type: dict
+tool_versions:
+  description: >-
+    Tool name -> the first line its version option printed (C(mst version), C(flint --version),
+    C(mlxconfig --version), C(mlxprivhost -v), C(devlink -V)), or null when the tool has no
+    version option, is missing or the version query failed. Only tools this run used are listed.
+  returned: when C(tool_versions) is in O(filter)
+  type: dict
+  sample: {"mst": "mst, mft 4.30.0-139, built on Oct 10 2024, 09:51:39. Git SHA Hash: N/A", "bfver": null}
+tools_missing:
+  description: Tools the module needed and did not find on PATH.
+  returned: always
+  type: list
+  elements: str
+cmd:
+  description: Every command run, in order, as argv lists.
+  returned: always
+  type: list
+  elements: list
+"""
+
+import glob
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils._bf_release import PARSERS as BF_RELEASE_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._devlink import PARSERS as DEVLINK_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import PARSERS as FLINT_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import PARSERS as MLXCONFIG_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxprivhost import PARSERS as MLXPRIVHOST_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mst import PARSERS as MST_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils._rshim import PARSERS as RSHIM_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
+
+SECTIONS = ("firmware", "nvconfig", "mode", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot", "tool_versions")
+
+# argv that asks each tool for its version; None: the tool has no version option (not asked).
+VERSION_ARGV = {
+    "mst": ("mst", "version"),
+    "flint": ("flint", "--version"),
+    "mlxconfig": ("mlxconfig", "--version"),
+    "mlxprivhost": ("mlxprivhost", "-v"),
+    "devlink": ("devlink", "-V"),
+    "bfver": None,
+    "mlxbf-bootctl": None,
+}
+
+_FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
+_HOST_REP_RE = re.compile(r"^pf\d+hpf$")
+_BDF_SHORT_RE = re.compile(r"^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+
+
+class InfoError(Exception):
+    """A command failed or printed what its parser cannot read; ``main()`` turns it into fail_json."""
+
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result
+
+    def details(self):
+        return self.result.as_dict() if self.result is not None else {}
+
+
+def unavailable(reason):
+    return {"available": False, "reason": reason}
+
+
+def full_bdf(pci):
+    """``03:00.0`` -> ``0000:03:00.0`` (devlink handles carry the domain)."""
+    if pci and _BDF_SHORT_RE.match(pci):
+        return "0000:" + pci.lower()
+    return pci.lower() if pci else pci
+
+
+class DpuInfo:
+    """Gather the facts with one runner; every tool at most once per card."""
+
+    def __init__(self, runner, sections, side="auto", fs_root="/"):
+        self.runner = runner
+        self.sections = set(sections)
+        self.side_option = side
+        self.fs_root = fs_root
+        self.missing = []
+        self.used = []
+
+    # -- running and parsing ------------------------------------------------------------------
+    def run(self, argv, what):
+        """Run ``argv``; None when the tool is missing; raise InfoError when it fails."""
+        tool = argv[0]
+        if tool in self.missing:
+            return None
+        result = self.runner.run(list(argv))
+        if tool_missing(result):
+            self.missing.append(tool)
+            return None
+        if tool not in self.used:
+            self.used.append(tool)
+        reason = error_reason(result)
+        if reason:
+            raise InfoError("%s failed: %s" % (what, reason), result)
+        return result
+
+    @staticmethod
+    def parse(parsers, kind, result, what):
+        try:
+            return parsers[kind](result.stdout)
+        except ParseError as exc:
+            raise InfoError("parse %s output failed: %s; the tool printed something this parser does not know: "
+                            "run `bluefleet parse %s` on it and report it" % (what, exc, kind), result) from exc
+
+    def missing_reason(self, tool):
+        return "%s not found on PATH" % tool
+
+    # -- discovery ------------------------------------------------------------------------------
+    def discover(self):
+        result = self.run(["mst", "status", "-v"], "query devices with mst status -v")
+        if result is None:
+            return None
+        data = self.parse(MST_PARSERS, "mst-status", result, "mst status -v")
+        cards = {}
+        for fn in data["devices"]:
+            base = _FUNCTION_SUFFIX_RE.sub("", fn["mst"] or "")
+            cards.setdefault(base, []).append(fn)
+        devices = []
+        for base, functions in cards.items():
+            functions = sorted(functions, key=lambda f: (f["pci"] or "", f["mst"] or ""))
+            first = next((f for f in functions if f["mst"] == base), functions[0])
+            device_type = first["device_type"]
+            devices.append({
+                "mst": first["mst"],
+                "device_type": device_type,
+                "bluefield": bool(device_type and device_type.lower().startswith("bluefield")),
+                "pci": first["pci"],
+                "numa": first["numa"],
+                "functions": [{"mst": f["mst"], "pci": f["pci"], "rdma": f["rdma"], "netdevs": list(f["net"]),
+                               "numa": f["numa"]} for f in functions],
+                "netdevs": [n for f in functions for n in f["net"]],
+                "rdma_devices": [f["rdma"] for f in functions if f["rdma"]],
+                "psid": None,
+                "part_number": None,
+                "description": None,
+            })
+        devices.sort(key=lambda d: d["pci"] or d["mst"])
+        return devices
+
+    def detect_side(self, devices):
+        if self.side_option != "auto":
+            return self.side_option
+        for dev in devices:
+            if any(_HOST_REP_RE.match(n) for n in dev["netdevs"]):
+                return "dpu"
+        return "host"
+
+    # -- per card ---------------------------------------------------------------------------------
+    def firmware(self, dev):
+        result = self.run(["flint", "-d", dev["mst"], "q"], "query firmware of %s with flint" % dev["mst"])
+        if result is None:
+            return unavailable(self.missing_reason("flint"))
+        q = self.parse(FLINT_PARSERS, "flint-query", result, "flint -d %s q" % dev["mst"])
+        running = q.get("running_fw_version") or q.get("fw_version")
+        dev["psid"] = q.get("psid")
+        return {
+            "available": True,
+            "flashed": q.get("fw_version"),
+            "running": running,
+            "pending_reset": bool(q.get("fw_version") and running != q.get("fw_version")),
+            "psid": q.get("psid"),
+            "product_version": q.get("product_version"),
+            "release_date": q.get("fw_release_date"),
+            "image_type": q.get("image_type"),
+            "security_attributes": q.get("security_attributes"),
+            "base_guid": q.get("base_guid"),
+            "base_mac": q.get("base_mac"),
+            "rom_info": q.get("rom_info") or [],
+        }
+
+    def nvconfig(self, dev):
+        what = "mlxconfig -d %s -e q" % dev["mst"]
+        result = self.run(["mlxconfig", "-d", dev["mst"], "-e", "q"], "query configuration of %s with mlxconfig"
+                          % dev["mst"])
+        if result is None:
+            return unavailable(self.missing_reason("mlxconfig"))
+        q = self.parse(MLXCONFIG_PARSERS, "mlxconfig-query", result, what)
+        if q.get("errors"):
+            raise InfoError("query configuration of %s with mlxconfig failed: %s" % (dev["mst"], q["errors"][0]),
+                            result)
+        if not q.get("devices"):
+            raise InfoError("query configuration of %s with mlxconfig failed: no device block in the output"
+                            % dev["mst"], result)
+        block = q["devices"][0]
+        dev["part_number"] = block.get("name")
+        dev["description"] = block.get("description")
+        params = {name: {"default": p.get("default"), "current": p.get("current"), "next_boot": p.get("next_boot")}
+                  for name, p in block["params"].items()}
+        pending = sorted(name for name, p in params.items()
+                         if p["current"] is not None and p["next_boot"] is not None and p["current"] != p["next_boot"])
+        return {"available": True, "params": params, "pending": pending}
+
+    @staticmethod
+    def mode_of(dev, params, column):
+        if not dev["bluefield"]:
+            return "nic"
+        model = params.get("INTERNAL_CPU_MODEL")
+        if model is None:
+            return None
+        model_no = split_value(model[column])[1]
+        if model_no is None:
+            return None
+        if model_no == 0:
+            return "separated_host"
+        engine = params.get("INTERNAL_CPU_OFFLOAD_ENGINE")
+        engine_no = split_value(engine[column])[1] if engine is not None else None
+        if engine_no == 1:
+            return "nic"
+        return "dpu"
+
+    def mode(self, dev, nvconfig):
+        if not nvconfig["available"]:
+            return unavailable(nvconfig["reason"])
+        params = nvconfig["params"]
+        return {"available": True, "current": self.mode_of(dev, params, "current"),
+                "next_boot": self.mode_of(dev, params, "next_boot")}
+
+    def privilege(self, dev, side):
+        if side != "dpu":
+            return unavailable("mlxprivhost runs on the DPU's Arm side; this is the host side")
+        if not dev["bluefield"]:
+            return unavailable("%s is not a BlueField" % dev["device_type"])
+        result = self.run(["mlxprivhost", "-d", dev["mst"], "q"], "query host privilege of %s with mlxprivhost"
+                          % dev["mst"])
+        if result is None:
+            return unavailable(self.missing_reason("mlxprivhost"))
+        q = self.parse(MLXPRIVHOST_PARSERS, "mlxprivhost-query", result, "mlxprivhost -d %s q" % dev["mst"])
+        if q.get("errors"):
+            raise InfoError("query host privilege of %s with mlxprivhost failed: %s" % (dev["mst"], q["errors"][0]),
+                            result)
+        return {"available": True, "level": q.get("level"), "host_index": q.get("host_index"),
+                "port_functions": q.get("port_functions") or {}}
+
+    # -- once per machine ---------------------------------------------------------------------
+    def eswitch(self):
+        result = self.run(["devlink", "dev", "eswitch", "show"], "query eswitch modes with devlink")
+        if result is None:
+            return None
+        return self.parse(DEVLINK_PARSERS, "devlink-eswitch", result, "devlink dev eswitch show")["devices"]
+
+    def rshim(self, side):
+        if side != "host":
+            return unavailable("rshim is read from the host side; this is the DPU side")
+        pattern = os.path.join(self.fs_root, "dev", "rshim*", "misc")
+        devices = []
+        for path in sorted(glob.glob(pattern)):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError as exc:
+                raise InfoError("read %s failed: %s" % (path, exc)) from exc
+            try:
+                parsed = RSHIM_PARSERS["rshim-misc"](text)
+            except ParseError as exc:
+                raise InfoError("parse %s failed: %s" % (path, exc)) from exc
+            devices.append({"name": os.path.basename(os.path.dirname(path)), "path": path,
+                            "fields": parsed.get("fields", {}), "log": parsed.get("log", [])})
+        return {"available": True, "devices": devices}
+
+    def dpu_os(self, side):
+        if side != "dpu":
+            return unavailable("bfver runs on the DPU's Arm side; this is the host side")
+        result = self.run(["bfver"], "query BFB and OS versions with bfver")
+        if result is None:
+            return unavailable(self.missing_reason("bfver"))
+        q = self.parse(BF_RELEASE_PARSERS, "bfver", result, "bfver")
+        release = q.get("os_release_version")
+        parts = {}
+        if release:
+            try:
+                parts = BF_RELEASE_PARSERS["mlnx-release"](release)
+            except ParseError:
+                parts = {}  # a release name of another form: keep it, its parts stay null
+        return {
+            "available": True,
+            "release": release,
+            "doca_version": parts.get("doca_version"),
+            "bundle_version": parts.get("bundle_version"),
+            "os": parts.get("os"),
+            "atf_version": q.get("atf_version"),
+            "uefi_version": q.get("uefi_version"),
+            "bsp_version": q.get("bsp_version"),
+            "boot_device": q.get("boot_device"),
+        }
+
+    def secure_boot(self, side):
+        if side != "dpu":
+            return unavailable("mlxbf-bootctl runs on the DPU's Arm side; this is the host side")
+        result = self.run(["mlxbf-bootctl"], "query secure-boot state with mlxbf-bootctl")
+        if result is None:
+            return unavailable(self.missing_reason("mlxbf-bootctl"))
+        q = self.parse(BF_RELEASE_PARSERS, "mlxbf-bootctl", result, "mlxbf-bootctl")
+        out = {"available": True}
+        out.update({k: v for k, v in q.items() if k != "fields"})
+        return out
+
+    def tool_versions(self):
+        versions = {}
+        for tool in list(self.used):
+            argv = VERSION_ARGV.get(tool)
+            if argv is None:
+                versions[tool] = None
+                continue
+            result = self.runner.run(list(argv))
+            if tool_missing(result) or error_reason(result):
+                versions[tool] = None
+                continue
+            lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+            versions[tool] = lines[0] if lines else None
+        return versions
+
+    # -- everything -------------------------------------------------------------------------------
+    def gather(self):
+        out = {"changed": False, "filter": [s for s in SECTIONS if s in self.sections]}
+        devices = self.discover()
+        if devices is None:
+            devices = []
+            out["msg"] = "mst not found on PATH: install MFT (mst, flint, mlxconfig) to list the cards"
+        elif not devices:
+            out["msg"] = "no BlueField or ConnectX device found by mst status -v"
+        side = self.detect_side(devices)
+        out["side"] = side
+        want = self.sections
+        eswitch = None
+        if "eswitch" in want and devices:
+            eswitch = self.eswitch()
+        for dev in devices:
+            if "firmware" in want:
+                dev["firmware"] = self.firmware(dev)
+            nv = None
+            if want & {"nvconfig", "mode"}:
+                nv = self.nvconfig(dev)
+                if "nvconfig" in want:
+                    dev["nvconfig"] = nv
+                if "mode" in want:
+                    dev["mode"] = self.mode(dev, nv)
+            if "eswitch" in want:
+                if eswitch is None:
+                    dev["eswitch"] = unavailable(self.missing_reason("devlink"))
+                else:
+                    fns = {}
+                    for fn in dev["functions"]:
+                        handle = "pci/" + full_bdf(fn["pci"])
+                        if handle in eswitch:
+                            fns[full_bdf(fn["pci"])] = eswitch[handle]
+                    dev["eswitch"] = {"available": True, "functions": fns}
+            if "privilege" in want:
+                dev["privilege"] = self.privilege(dev, side)
+            fw_pending = bool(dev.get("firmware", {}).get("pending_reset"))
+            nv_pending = list(nv["pending"]) if nv and nv.get("available") else []
+            dev["pending_reset"] = {"required": fw_pending or bool(nv_pending), "firmware": fw_pending,
+                                    "nvconfig": nv_pending}
+        out["devices"] = devices
+        if "rshim" in want:
+            out["rshim"] = self.rshim(side)
+        if "dpu_os" in want:
+            out["dpu_os"] = self.dpu_os(side)
+        if "secure_boot" in want:
+            out["secure_boot"] = self.secure_boot(side)
+        if "tool_versions" in want:
+            out["tool_versions"] = self.tool_versions()
+        out["tools_missing"] = list(self.missing)
+        out["cmd"] = [list(argv) for argv in self.runner.cmd]
+        return out
+
+
+def argument_spec():
+    return {
+        "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(SECTIONS)},
+        "side": {"type": "str", "choices": ["auto", "host", "dpu"], "default": "auto"},
+        "fs_root": {"type": "path", "default": "/"},
+        "timeout": {"type": "int", "default": 120},
+    }
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if module.params["timeout"] <= 0:
+        module.fail_json(msg="gather DPU facts failed: timeout must be a positive number of seconds, got %d"
+                         % module.params["timeout"])
+    runner = ToolRunner(timeout=module.params["timeout"])
+    info = DpuInfo(runner, module.params["filter"], module.params["side"], module.params["fs_root"])
+    try:
+        result = info.gather()
+    except InfoError as exc:
+        module.fail_json(msg=exc.msg, cmd_list=[list(a) for a in runner.cmd], **exc.details())
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,339 @@
+# Copyright: bluefleet developers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_info
+short_description: Facts about the NVIDIA GPUs of a GPU host and how they reach the NICs
+version_added: 0.1.0
+description:
+  - GPUs with driver and CUDA version and persistence mode (C(nvidia-smi)), the GPU-NIC topology
+    matrix and, per GPU, the closest NIC (C(nvidia-smi topo -m)), and whether C(nvidia_peermem) is
+    loaded (C(lsmod)) and registered with the kernel's peer-memory interface
+    (C(/sys/kernel/mm/memory_peers/nv_mem/version)).
+  - Read-only. Each command runs once; every command run is returned in RV(cmd).
+  - A tool that is not installed is reported in RV(tools_missing) and in its section
+    (C(available=false) with the reason), not as a failure. A machine without GPUs returns an empty
+    device list and a message. A tool that fails or prints output the parsers cannot read fails the
+    task with the command, its exit status and its output.
+author:
+  - bluefleet developers
+options:
+  filter:
+    description:
+      - Sections to gather. C(gpus) GPUs, driver and CUDA version, persistence mode. C(topology) the
+        C(nvidia-smi topo -m) matrix and the closest NIC of each GPU. C(peermem) nvidia_peermem loaded
+        and registered. C(tool_versions) the version of each tool used.
+    type: list
+    elements: str
+    choices: [gpus, topology, peermem, tool_versions]
+    default: [gpus, topology, peermem, tool_versions]
+  fs_root:
+    description:
+      - Directory that stands for C(/) when the module reads files
+        (C(/sys/kernel/mm/memory_peers/nv_mem/version)).
+      - Leave it at C(/) on real machines; a test bed that keeps these files elsewhere points it there.
+    type: path
+    default: /
+  timeout:
+    description: Seconds each command may run before it is stopped and the task fails.
+    type: int
+    default: 120
+attributes:
+  check_mode:
+    description: The module only reads; it runs the same read-only commands in check mode.
+    support: full
+  diff_mode:
+    description: Nothing changes, so there is nothing to diff.
+    support: none
+  platform:
+    description: Runs on Linux GPU hosts with the NVIDIA driver installed.
+    platforms: posix
+    support: full
+notes:
+  - The tools are looked up on C(PATH) of the task's environment and run with C(LC_ALL=C).
+  - The closest NIC is the one whose link to the GPU ranks first in C(PIX), C(PXB), C(PHB), C(NODE),
+    C(SYS) (nvidia-smi's legend, nearest first); on a tie the NIC listed first wins.
+seealso:
+  - module: bluefleet.dpu.dpu_info
+"""
+
+EXAMPLES = r"""
+- name: Gather GPU facts
+  bluefleet.dpu.gpu_info:
+  register: gpu
+
+- name: GPUDirect RDMA needs nvidia_peermem registered
+  ansible.builtin.assert:
+    that: gpu.peermem.registered
+    fail_msg: nvidia_peermem is not registered; load it with modprobe nvidia_peermem.
+
+- name: Only the topology
+  bluefleet.dpu.gpu_info:
+    filter: [topology]
+  register: gpu_topo
+"""
+
+RETURN = r"""
+changed:
+  description: Always false; the module only reads.
+  returned: always
+  type: bool
+filter:
+  description: The sections gathered.
+  returned: always
+  type: list
+  elements: str
+msg:
+  description: Why the GPU list is empty (no GPU, or nvidia-smi missing).
+  returned: when no GPU was found
+  type: str
+  sample: "no GPU found: nvidia-smi says No devices were found"
+gpus:
+  description: >-
+    C(available) (false with C(reason) when nvidia-smi is missing), C(driver_version), C(cuda_version)
+    and C(devices), one per GPU with C(index), C(name), C(bus_id), C(memory_total_mib),
+    C(persistence_mode) (C(On) / C(Off) as printed) and, when the topology was gathered,
+    C(closest_nic) (see RV(topology.closest_nic)).
+  returned: when C(gpus) is in O(filter)
+  type: dict
+  sample: {"available": true, "driver_version": "550.127.08", "cuda_version": "12.4", "devices": []}
+topology:
+  description: The GPU-NIC topology from C(nvidia-smi topo -m).
+  returned: when C(topology) is in O(filter)
+  type: dict
+  contains:
+    available:
+      description: False with C(reason) when nvidia-smi is missing.
+      type: bool
+    matrix:
+      description: Row -> column -> link type as printed (C(X), C(PIX), C(NODE), C(NV12) ...).
+      type: dict
+    nics:
+      description: NIC label -> device name from the NIC legend (C(NIC0) -> C(mlx5_0)).
+      type: dict
+    cpu_affinity:
+      description: GPU -> CPU affinity text.
+      type: dict
+    numa_affinity:
+      description: GPU -> NUMA affinity text.
+      type: dict
+    closest_nic:
+      description: GPU label -> C(nic) (label), C(device) (from the legend, null if absent), C(link); null when the GPU has no NIC column.
+      type: dict
+peermem:
+  description: >-
+    C(available) (false with C(reason) when lsmod is missing; C(registered) and C(version) are still
+    read), C(loaded) (nvidia_peermem in lsmod), C(registered) (the nv_mem version file exists),
+    C(version) (its content, stripped; null when absent) and C(sysfs_path) (the file read).
+  returned: when C(peermem) is in O(filter)
+  type: dict
+tool_versions:
+  description: >-
+    Tool -> version text. C(nvidia-smi) is the NVIDIA-SMI version printed in the header of its table
+    (no extra command); C(lsmod) is null (it is not asked for a version).
+  returned: when C(tool_versions) is in O(filter)
+  type: dict
+tools_missing:
+  description: Tools the module needed and did not find on PATH.
+  returned: always
+  type: list
+  elements: str
+cmd:
+  description: Every command run, in order, as argv lists.
+  returned: always
+  type: list
+  elements: list
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils._lsmod import PARSERS as LSMOD_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._nvidia_smi import PARSERS as NVIDIA_SMI_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
+
+SECTIONS = ("gpus", "topology", "peermem", "tool_versions")
+
+# nvidia-smi topo legend, nearest first (corpus/nvidia-smi/topo-mp-L40S-10nics.txt).
+LINK_RANK = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+PEERMEM_VERSION_FILE = ("sys", "kernel", "mm", "memory_peers", "nv_mem", "version")
+
+# nvidia-smi on a machine without a GPU prints this and exits non-zero. Not in the corpus: the
+# sentence as the driver prints it, matched as a substring.
+NO_DEVICES = "No devices were found"
+
+
+class InfoError(Exception):
+    """A command failed or printed what its parser cannot read; ``main()`` turns it into fail_json."""
+
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result
+
+    def details(self):
+        return self.result.as_dict() if self.result is not None else {}
+
+
+def unavailable(reason):
+    return {"available": False, "reason": reason}
+
+
+def closest_nics(topo):
+    """GPU label -> the nearest NIC by LINK_RANK (first listed on a tie), or None."""
+    nic_labels = [d for d in topo.get("devices", []) if d.startswith("NIC")]
+    out = {}
+    for gpu in [d for d in topo.get("devices", []) if d.startswith("GPU")]:
+        row = topo["matrix"].get(gpu, {})
+        best = None
+        for nic in nic_labels:
+            link = row.get(nic)
+            if link not in LINK_RANK:
+                continue
+            if best is None or LINK_RANK.index(link) < LINK_RANK.index(best[1]):
+                best = (nic, link)
+        out[gpu] = None if best is None else {"nic": best[0], "device": topo.get("nics", {}).get(best[0]),
+                                              "link": best[1]}
+    return out
+
+
+class GpuInfo:
+    def __init__(self, runner, sections, fs_root="/"):
+        self.runner = runner
+        self.sections = set(sections)
+        self.fs_root = fs_root
+        self.missing = []
+        self.smi_version = None
+
+    def run(self, argv, what, allow_text=None):
+        """Run ``argv``; None when the tool is missing; raise InfoError when it fails.
+
+        ``allow_text``: a failure whose output contains this text is returned, not raised.
+        """
+        if argv[0] in self.missing:
+            return None
+        result = self.runner.run(list(argv))
+        if tool_missing(result):
+            self.missing.append(argv[0])
+            return None
+        reason = error_reason(result)
+        if reason and not (allow_text and allow_text in result.stdout + result.stderr):
+            raise InfoError("%s failed: %s" % (what, reason), result)
+        return result
+
+    @staticmethod
+    def parse(parsers, kind, result, what):
+        try:
+            return parsers[kind](result.stdout)
+        except ParseError as exc:
+            raise InfoError("parse %s output failed: %s; the tool printed something this parser does not know: "
+                            "run `bluefleet parse %s` on it and report it" % (what, exc, kind), result) from exc
+
+    def gpus(self):
+        result = self.run(["nvidia-smi"], "list GPUs with nvidia-smi", allow_text=NO_DEVICES)
+        if result is None:
+            return unavailable("nvidia-smi not found on PATH")
+        if NO_DEVICES in result.stdout + result.stderr:
+            return {"available": True, "driver_version": None, "cuda_version": None, "devices": [],
+                    "msg": "no GPU found: nvidia-smi says %s" % NO_DEVICES}
+        q = self.parse(NVIDIA_SMI_PARSERS, "nvidia-smi", result, "nvidia-smi")
+        self.smi_version = q.get("smi_version")
+        devices = [{"index": g.get("index"), "name": g.get("name"), "bus_id": g.get("bus_id"),
+                    "memory_total_mib": g.get("memory_total_mib"), "persistence_mode": g.get("persistence_mode")}
+                   for g in q.get("gpus", [])]
+        out = {"available": True, "driver_version": q.get("driver_version"), "cuda_version": q.get("cuda_version"),
+               "devices": devices}
+        if not devices:
+            out["msg"] = "no GPU found in the nvidia-smi table"
+        return out
+
+    def topology(self):
+        result = self.run(["nvidia-smi", "topo", "-m"], "read the GPU-NIC topology with nvidia-smi topo -m",
+                          allow_text=NO_DEVICES)
+        if result is None:
+            return unavailable("nvidia-smi not found on PATH")
+        if NO_DEVICES in result.stdout + result.stderr:
+            return {"available": True, "matrix": {}, "nics": {}, "cpu_affinity": {}, "numa_affinity": {},
+                    "closest_nic": {}}
+        topo = self.parse(NVIDIA_SMI_PARSERS, "nvidia-smi-topo", result, "nvidia-smi topo -m")
+        return {"available": True, "matrix": topo.get("matrix", {}), "nics": topo.get("nics", {}),
+                "cpu_affinity": topo.get("cpu_affinity", {}), "numa_affinity": topo.get("numa_affinity", {}),
+                "closest_nic": closest_nics(topo)}
+
+    def peermem(self):
+        path = os.path.join(self.fs_root, *PEERMEM_VERSION_FILE)
+        version = None
+        registered = os.path.isfile(path)
+        if registered:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    version = fh.read().strip()
+            except OSError as exc:
+                raise InfoError("read %s failed: %s" % (path, exc)) from exc
+        out = {"registered": registered, "version": version, "sysfs_path": path}
+        result = self.run(["lsmod"], "list kernel modules with lsmod")
+        if result is None:
+            out.update({"available": False, "reason": "lsmod not found on PATH", "loaded": None})
+            return out
+        modules = self.parse(LSMOD_PARSERS, "lsmod", result, "lsmod")["modules"]
+        out.update({"available": True, "loaded": "nvidia_peermem" in modules})
+        return out
+
+    def gather(self):
+        want = self.sections
+        out = {"changed": False, "filter": [s for s in SECTIONS if s in want]}
+        gpus = self.gpus() if "gpus" in want else None
+        topo = self.topology() if "topology" in want else None
+        if gpus is not None:
+            if gpus.get("msg"):
+                out["msg"] = gpus.pop("msg")
+            elif not gpus["available"]:
+                out["msg"] = "nvidia-smi not found on PATH: install the NVIDIA driver to list the GPUs"
+            if topo is not None and topo["available"]:
+                for dev in gpus.get("devices", []):
+                    dev["closest_nic"] = topo["closest_nic"].get("GPU%s" % dev["index"])
+            out["gpus"] = gpus
+        if topo is not None:
+            out["topology"] = topo
+        if "peermem" in want:
+            out["peermem"] = self.peermem()
+        if "tool_versions" in want:
+            versions = {}
+            if "nvidia-smi" not in self.missing and (gpus is not None or topo is not None):
+                versions["nvidia-smi"] = self.smi_version
+            if "peermem" in want and "lsmod" not in self.missing:
+                versions["lsmod"] = None
+            out["tool_versions"] = versions
+        out["tools_missing"] = list(self.missing)
+        out["cmd"] = [list(argv) for argv in self.runner.cmd]
+        return out
+
+
+def argument_spec():
+    return {
+        "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(SECTIONS)},
+        "fs_root": {"type": "path", "default": "/"},
+        "timeout": {"type": "int", "default": 120},
+    }
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if module.params["timeout"] <= 0:
+        module.fail_json(msg="gather GPU facts failed: timeout must be a positive number of seconds, got %d"
+                         % module.params["timeout"])
+    runner = ToolRunner(timeout=module.params["timeout"])
+    info = GpuInfo(runner, module.params["filter"], module.params["fs_root"])
+    try:
+        result = info.gather()
+    except InfoError as exc:
+        module.fail_json(msg=exc.msg, cmd_list=[list(a) for a in runner.cmd], **exc.details())
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
