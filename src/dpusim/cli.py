@@ -8,6 +8,7 @@
     dpusim fault set NAME [--tool T] [--seconds S] | clear [NAME] | list
     dpusim replay CAPTURE_DIR | --off
     dpusim make-image --kind nic-fw|bfb --profile NAME --version V [--psid P] [--corrupt] -o FILE
+    dpusim rshim cat | write "SW_RESET 1" [--index N]   /dev/rshimN/misc of a host's BlueField
     dpusim tools                     list the tool names
 """
 
@@ -21,7 +22,7 @@ import stat
 import sys
 from pathlib import Path
 
-from dpusim import clock, device, faults, images, profiles, replay, state, tools
+from dpusim import clock, device, faults, images, profiles, replay, rshim, state, tools
 
 BIN_TEMPLATE = """#!{python}
 # dpusim front-end for {name!r}; written by `dpusim env`.
@@ -129,8 +130,28 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_make_image(args: argparse.Namespace) -> int:
     path = images.make_image(args.kind, args.profile, args.version, Path(args.output), psid=args.psid,
-                             corrupt=args.corrupt)
+                             corrupt=args.corrupt, nic_fw_version=args.nic_fw_version)
     print("dpusim: wrote %s" % path)
+    return 0
+
+
+def cmd_rshim(args: argparse.Namespace) -> int:
+    """``cat /dev/rshimN/misc`` / ``echo TEXT > /dev/rshimN/misc`` on the twin (host role)."""
+    name = "rshim%d" % args.index
+    with state.open_node(args.root) as node:
+        try:
+            card = rshim.find_card(node, name)
+        except rshim.RshimError:
+            print("cat: /dev/%s/misc: No such file or directory" % name, file=sys.stderr)
+            return 1
+        if args.action == "cat":
+            sys.stdout.write(rshim.render_misc(node, card))
+            return 0
+        try:
+            rshim.write_misc(node, card, " ".join(args.text))
+        except rshim.RshimError as exc:
+            print("bash: echo: write error: %s" % exc, file=sys.stderr)
+            return 1
     return 0
 
 
@@ -173,8 +194,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--version", required=True)
     s.add_argument("--psid")
     s.add_argument("--corrupt", action="store_true")
+    s.add_argument("--nic-fw-version", help="bfb only: NIC firmware bundled (default: the profile's)")
     s.add_argument("-o", "--output", required=True)
     s.set_defaults(func=cmd_make_image)
+    s = sub.add_parser("rshim", help="read (cat) or write /dev/rshimN/misc of this host's BlueField")
+    s.add_argument("action", choices=("cat", "write"))
+    s.add_argument("text", nargs="*", help='for write: e.g. SW_RESET 1')
+    s.add_argument("--index", type=int, default=0)
+    s.set_defaults(func=cmd_rshim)
     s = sub.add_parser("tools", help="list tool names")
     s.set_defaults(func=cmd_tools)
     return p

@@ -14,6 +14,8 @@ those facts in a small text header, followed by a filler payload::
     version: 32.43.1014               (nic-fw: firmware version; bfb: bundle version)
     release: bf-bundle-...            (bfb only: what /etc/mlnx-release shows after install)
     nic_fw_version: 32.43.1014        (bfb only: NIC firmware bundled in the BFB)
+    doca: 2.9.2                       (bfb only: DOCA version of the bundle)
+    bundle_size: 1513975808           (bfb only: size the bundle claims, for progress and timing)
     payload_size: 4096
     sha256: <hex digest of the payload>
     <empty line>
@@ -34,6 +36,9 @@ from dpusim import profiles
 MAGIC = b"DPUSIM-IMAGE/1\n"
 KINDS = ("nic-fw", "bfb")
 PAYLOAD_SIZE = 4096
+# Size a BFB claims to have (for bfb-install progress and timing): ~1.4 GB, hardware-facts.md section 1
+# ("bf-bundle 3.2.1 Ubuntu 24.04"); 1.41GiB as pv showed it in corpus/bfb-install.
+BUNDLE_SIZE = 1513975808
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
 
 
@@ -72,6 +77,9 @@ def make_image(kind: str, profile: str, version: str, output: Path, *, psid: str
     if kind == "bfb":
         fields["release"] = bfb_release(version)
         fields["nic_fw_version"] = nic_fw_version or prof["fw_version"]
+        fields["doca"] = re.split(r"[-_]", fields["release"][len("bf-bundle-"):] if fields["release"].startswith(
+            "bf-bundle-") else version)[0]
+        fields["bundle_size"] = BUNDLE_SIZE
     fields["payload_size"] = len(payload)
     fields["sha256"] = hashlib.sha256(bytes(payload)).hexdigest()
     if corrupt:

@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dpusim import profiles
+from dpusim import files, profiles
 
 ENV_ROOT = "DPUSIM_ROOT"
 NODE_FILE = "node.json"
@@ -236,6 +236,7 @@ def open_node(root: str | os.PathLike[str] | None = None, write: bool = True) ->
                 for card in loaded.values():
                     if card.changed():
                         write_json(card.dir / CARD_FILE, card.data)
+                        files.render_card(node, card)
                 if node.changed():
                     write_json(node_file(rdir), node.data)
 
@@ -327,4 +328,8 @@ def init_node(root: Path, profile_names: list[str], role: str, card_dirs: list[P
     data = {"schema": SCHEMA, "role": role, "cards": entries, "runtime": {}, "faults": {}, "replay": None}
     with _flock(root / "node.lock"):
         write_json(node_file(root), data)
-    return load_node(root)
+    node = load_node(root)
+    for card in node.cards:
+        files.render_card(node, card)
+    files.link_node(node)
+    return node

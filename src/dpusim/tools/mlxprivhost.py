@@ -1,0 +1,89 @@
+# ruff: noqa: UP031  (printf-style formats on purpose: they mirror the C printf formats of the real tools)
+"""``mlxprivhost`` / ``mstprivhost``: q (query), r (restrict), p (privilege).
+
+Layout: corpus/mlxprivhost/FORMAT-from-source.md (mstflint mstprivhost.py); the title is
+"Current device configurations" before 2021-06 (the BlueField-2 profile's older MFT, as in
+bf2-query-privileged-fixture) and "Host configurations" after. No RESTRICTED capture exists
+(INDEX.md "Gaps"); the value string comes from the source.
+
+Semantics (hardware-facts.md section 2): restrict/privilege take effect immediately;
+``--disable_rshim`` needs a power cycle, ``--disable_tracer`` / ``--disable_counter_rd`` an FW
+reset (held in ``privhost.pending`` until then). Only the Arm side (DPU role) can change it.
+"""
+
+from __future__ import annotations
+
+from dpusim import state
+from dpusim.tools._common import ToolExit, check_arm_up, emit, find_function, pop_flag, pop_value, run_tool
+
+NAMES = ("mlxprivhost", "mstprivhost")
+FLAGS = ("disable_rshim", "disable_tracer", "disable_port_owner", "disable_counter_rd")
+NEEDS_POWER_CYCLE = ("disable_rshim",)
+NEEDS_FW_RESET = ("disable_tracer", "disable_counter_rd")
+
+
+def render_query(card: state.Card) -> str:
+    old = card.profile.get("mft_era") == "old"
+    title = "Current device configurations:" if old else "Host configurations"
+    priv = card.data["privhost"]
+    out = [title + "\n", "-" * len(title) + "\n", "%-30s: %s\n" % ("level", priv["level"])]
+    sub = "\nPort functions status:"
+    out.append(sub + "\n")
+    out.append("-" * len(sub) + "\n")
+    for flag in FLAGS:
+        out.append("%-30s: %s\n" % (flag, "TRUE" if priv["current"].get(flag) else "FALSE"))
+    out.append("\n")
+    return "".join(out)
+
+
+def body(argv: list[str], prog: str) -> int:
+    argv = list(argv)
+    dev = pop_value(argv, "-d", "--device")
+    chosen = {flag: pop_flag(argv, "--" + flag) for flag in FLAGS}
+    if dev is None:
+        raise ToolExit("usage: %s [-h] [-v] --device DEVICE [--disable_rshim] [--disable_tracer] "
+                       "[--disable_counter_rd] [--disable_port_owner] {r,restrict,p,privilege,q,query}\n"
+                       "%s: error: the following arguments are required: --device/-d" % (prog, prog), rc=2,
+                       stream="stderr")
+    node = state.load_node()
+    check_arm_up(node)
+    found = find_function(node, dev)
+    if found is None:
+        raise ToolExit("-E- Failed to open device: %s" % dev)
+    card = found[0]
+    if not card.is_bluefield:
+        raise ToolExit("-E- Device is not supported")
+    cmd = argv[0] if argv else ""
+    if cmd in ("q", "query"):
+        emit(render_query(card))
+        return 0
+    if cmd not in ("r", "restrict", "p", "privilege"):
+        raise ToolExit("%s: error: argument command: invalid choice: '%s'" % (prog, cmd), rc=2, stream="stderr")
+    if node.role != "dpu":
+        raise ToolExit("-E- Failed: host restriction can only be configured from the embedded Arm (DPU side)")
+    with state.open_node() as wnode:
+        wcard = next(c for c in wnode.cards if c.dir == card.dir)
+        priv = wcard.data["privhost"]
+        if cmd in ("r", "restrict"):
+            priv["level"] = "RESTRICTED"
+            for flag, on in chosen.items():
+                if not on:
+                    continue
+                if flag in NEEDS_POWER_CYCLE or flag in NEEDS_FW_RESET:
+                    priv.setdefault("pending", {})[flag] = True
+                else:
+                    priv["current"][flag] = True
+        else:
+            priv["level"] = "PRIVILEGED"
+            for flag in FLAGS:
+                if priv["current"].get(flag):
+                    if flag in NEEDS_POWER_CYCLE or flag in NEEDS_FW_RESET:
+                        priv.setdefault("pending", {})[flag] = False
+                    else:
+                        priv["current"][flag] = False
+    emit("Done!\n")
+    return 0
+
+
+def main(argv: list[str], prog: str) -> int:
+    return run_tool(body, argv, prog)
