@@ -109,17 +109,21 @@ msg:
   type: str
   sample: "no BlueField or ConnectX device found by mst status -v"
 devices:
-  description: One entry per card (PCI functions of one card are grouped under its first mst device).
+  description: >-
+    One entry per card: the PCI functions of one PCI device (physical functions and SR-IOV VFs) grouped,
+    sorted by PCI address.
   returned: always
   type: list
   elements: dict
   contains:
     mst:
-      description: mst device of the card's first function; the C(-d) argument the tools are given.
+      description: >-
+        mst device of the card's first function, the C(-d) argument the tools are given; its PCI address
+        when mst prints C(NA) (mst driver not loaded).
       type: str
       sample: /dev/mst/mt41692_pciconf0
     device_type:
-      description: Device type as C(mst status -v) prints it.
+      description: Device type as C(mst status -v) prints it (null when it prints C(NA)).
       type: str
       sample: BlueField3(rev:1)
     bluefield:
@@ -188,7 +192,8 @@ devices:
     privilege:
       description: >-
         C(available), C(reason) (e.g. host side), C(level) (C(PRIVILEGED) or C(RESTRICTED)),
-        C(host_index) (null unless printed) and C(port_functions) (C(disable_rshim) ... -> C(TRUE) / C(FALSE) as printed).
+        C(host_index) (null unless printed) and C(port_functions) (C(disable_rshim) ... -> C(TRUE) / C(FALSE)
+        as printed).
       type: dict
       returned: when C(privilege) is in O(filter)
     pending_reset:
@@ -264,7 +269,6 @@ VERSION_ARGV = {
     "mlxbf-bootctl": None,
 }
 
-_FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
 _HOST_REP_RE = re.compile(r"^pf\d+hpf$")
 _BDF_SHORT_RE = re.compile(r"^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
@@ -279,6 +283,16 @@ class InfoError(Exception):
 
     def details(self):
         return self.result.as_dict() if self.result is not None else {}
+
+
+def known(value):
+    """mst prints ``NA`` in the DEVICE_TYPE and MST columns when the mst driver is not loaded."""
+    return bool(value) and value != "NA"
+
+
+def pci_device(pci):
+    """``0000:37:00.4`` / ``37:00.4`` -> ``0000:37:00`` (the card the function belongs to)."""
+    return full_bdf(pci).rsplit(".", 1)[0]
 
 
 def unavailable(reason):
@@ -337,30 +351,32 @@ class DpuInfo:
         if result is None:
             return None
         data = self.parse(MST_PARSERS, "mst-status", result, "mst status -v")
+        # One card = the PCI functions of one PCI device (domain:bus:device); SR-IOV VFs of a
+        # ConnectX sit on the same device number (corpus/mst/cx7-mst-status-v-container-ocp.txt).
         cards = {}
         for fn in data["devices"]:
-            base = _FUNCTION_SUFFIX_RE.sub("", fn["mst"] or "")
-            cards.setdefault(base, []).append(fn)
+            cards.setdefault(pci_device(fn["pci"] or fn["mst"] or ""), []).append(fn)
         devices = []
-        for base, functions in cards.items():
-            functions = sorted(functions, key=lambda f: (f["pci"] or "", f["mst"] or ""))
-            first = next((f for f in functions if f["mst"] == base), functions[0])
-            device_type = first["device_type"]
+        for unsorted in cards.values():
+            functions = sorted(unsorted, key=lambda f: (full_bdf(f["pci"] or ""), f["mst"] or ""))
+            first = next((f for f in functions if known(f["device_type"])), functions[0])
+            device_type = first["device_type"] if known(first["device_type"]) else None
+            handle = first["mst"] if known(first["mst"]) else first["pci"]
             devices.append({
-                "mst": first["mst"],
+                "mst": handle,
                 "device_type": device_type,
                 "bluefield": bool(device_type and device_type.lower().startswith("bluefield")),
                 "pci": first["pci"],
                 "numa": first["numa"],
-                "functions": [{"mst": f["mst"], "pci": f["pci"], "rdma": f["rdma"], "netdevs": list(f["net"]),
-                               "numa": f["numa"]} for f in functions],
+                "functions": [{"mst": f["mst"] if known(f["mst"]) else None, "pci": f["pci"], "rdma": f["rdma"],
+                               "netdevs": list(f["net"]), "numa": f["numa"]} for f in functions],
                 "netdevs": [n for f in functions for n in f["net"]],
                 "rdma_devices": [f["rdma"] for f in functions if f["rdma"]],
                 "psid": None,
                 "part_number": None,
                 "description": None,
             })
-        devices.sort(key=lambda d: d["pci"] or d["mst"])
+        devices.sort(key=lambda d: full_bdf(d["pci"] or "") or d["mst"])
         return devices
 
     def detect_side(self, devices):

@@ -120,7 +120,9 @@ topology:
       description: GPU -> NUMA affinity text.
       type: dict
     closest_nic:
-      description: GPU label -> C(nic) (label), C(device) (from the legend, null if absent), C(link); null when the GPU has no NIC column.
+      description: >-
+        GPU label -> C(nic) (label), C(device) (from the legend, null if absent), C(link); null when the GPU
+        has no NIC column.
       type: dict
 peermem:
   description: >-
