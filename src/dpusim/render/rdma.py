@@ -51,7 +51,9 @@ PORT_STATES = {"DOWN": 1, "INIT": 2, "ARMED": 3, "ACTIVE": 4}
 def _verbose_gid(index: int, gid: str, ver: str, link_layer: str) -> str:
     suffix = f", RoCE {ver}" if link_layer == "Ethernet" else ""
     if ver == "v2":
-        text = str(ipaddress.IPv6Address(_gid_bytes(gid)))
+        addr = ipaddress.IPv6Address(_gid_bytes(gid))
+        # glibc inet_ntop writes IPv4-mapped addresses in dotted form (Python < 3.13 does not)
+        text = f"::ffff:{addr.ipv4_mapped}" if addr.ipv4_mapped else str(addr)
         return f"\t\t\tGID[{index:3d}]:\t\t{text}{suffix}"
     return f"\t\t\tGID[{index:3d}]:\t\t{gid}{suffix}"
 
