@@ -170,13 +170,22 @@ def _summary_row(name: str, role: str) -> tuple[list[str], bool]:
         twin_role = None
     twin = f"role {twin_role}" if twin_role else "not answering"
     ok &= twin_role == role
+    fw = "card ?"
+    mst = lab_wiring.exec_in(name, ["mst", "status", "-v"], check=False)
+    dev = re.search(r"^(\S+)\s+(/dev/mst/mt\d+_pciconf\d+)\s", mst.stdout, re.M) if mst.returncode == 0 else None
+    if dev:
+        q = lab_wiring.exec_in(name, ["flint", "-d", dev.group(2), "q"], check=False)
+        ver = re.search(r"^FW Version:\s+(\S+)", q.stdout, re.M)
+        fw = f"{dev.group(1)} FW {ver.group(1) if ver else '?'}"
+    else:
+        ok = False
     if role == "dpu":
         ovs = re.sub(r"^.*\) ", "OVS ", _first_line(name, ["ovs-vswitchd", "--version"]))
         swan = re.sub(r"^.*strongSwan", "strongSwan", _first_line(name, ["swanctl", "--version"]))
         versions = f"{ovs}, {swan}"
     else:
         versions = _first_line(name, ["sh", "-c", ". /etc/os-release; echo Debian $VERSION_ID"])
-    return [name, role, "running", ", ".join(link_txt), twin, versions], ok
+    return [name, role, "running", ", ".join(link_txt), twin, f"{fw}; {versions}"], ok
 
 
 def cmd_summary(args: argparse.Namespace) -> int:

@@ -172,8 +172,12 @@ def _check_mirror(url: str) -> None:
                        "BLUEFLEET_DEBIAN_MIRROR to a reachable Debian mirror, then run again") from exc
 
 
+def find_debootstrap() -> str | None:
+    return shutil.which("debootstrap") or ("/usr/sbin/debootstrap" if os.path.exists("/usr/sbin/debootstrap") else None)
+
+
 def _ensure_debootstrap() -> str:
-    path = shutil.which("debootstrap") or (os.path.exists("/usr/sbin/debootstrap") and "/usr/sbin/debootstrap")
+    path = find_debootstrap()
     if path:
         return path
     require_root("installing debootstrap")
@@ -182,7 +186,7 @@ def _ensure_debootstrap() -> str:
     if proc.returncode != 0:
         run(["apt-get", "update", "-q"], timeout=300, check=False)
         proc = run(["apt-get", "install", "-y", "-q", "debootstrap"], timeout=300, check=False)
-    path = shutil.which("debootstrap") or (os.path.exists("/usr/sbin/debootstrap") and "/usr/sbin/debootstrap")
+    path = find_debootstrap()
     if proc.returncode != 0 or not path:
         raise LabError(f"debootstrap is not installed and `apt-get install debootstrap` failed "
                        f"({proc.stderr.strip()[-500:]}): install it (apt-get install debootstrap) and run again")

@@ -306,6 +306,19 @@ def teardown(prefix: str) -> list[str]:
     return removed
 
 
+def _remove_extra_pairs(topo: Topology, changes: list[str]) -> None:
+    """`up --pairs 1` after `up --pairs 2`: the lab shrinks to what was asked."""
+    wanted = {n for p in topo.all_pairs() for n in (p.host, p.dpu, p.volume)}
+    res = lab_resources(topo.prefix)
+    extra = [c for c in res["containers"] if c not in wanted]
+    if extra:
+        docker("rm", "-f", "-v", *extra, timeout=300)
+    extra_volumes = [v for v in res["volumes"] if v not in wanted]
+    if extra_volumes:
+        docker("volume", "rm", "-f", *extra_volumes, timeout=120)
+    changes += [f"{name}: removed (beyond --pairs {topo.pairs})" for name in extra + extra_volumes]
+
+
 def bring_up(topo: Topology, gpu_host_image: str, dpu_image: str) -> list[str]:
     """Create what is missing, wire, initialise the twin. On an error, a lab that did not exist before
     this call is removed again (an interrupt leaves it for the next run to finish)."""
@@ -313,6 +326,7 @@ def bring_up(topo: Topology, gpu_host_image: str, dpu_image: str) -> list[str]:
     changes: list[str] = []
     try:
         ensure_fabric(topo, changes)
+        _remove_extra_pairs(topo, changes)
         for pair in topo.all_pairs():
             ensure_volume(topo, pair, changes)
             ensure_container(topo, pair, "host", gpu_host_image, changes)

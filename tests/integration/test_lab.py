@@ -110,6 +110,23 @@ def test_image_tags_follow_their_inputs(tmp_path, monkeypatch):
     assert after.gpu_host != before.gpu_host and after.dpu != before.dpu
 
 
+def test_missing_debootstrap_is_installed_or_named(monkeypatch):
+    """No debootstrap: apt-get installs it; when that fails too, one message says what to install."""
+    calls = []
+
+    def fake_run(argv, **kwargs):
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 100, "", "E: Unable to locate package debootstrap")
+
+    monkeypatch.setattr(lab_images, "find_debootstrap", lambda: None)
+    monkeypatch.setattr(lab_images, "require_root", lambda why: None)
+    monkeypatch.setattr(lab_images, "run", fake_run)
+    with pytest.raises(lab_images.LabError, match=r"apt-get install debootstrap\) and run again"):
+        lab_images._ensure_debootstrap()
+    assert ["apt-get", "install", "-y", "-q", "debootstrap"] in calls
+    assert ["apt-get", "update", "-q"] in calls
+
+
 # ------------------------------------------------------------------ against Docker
 @pytest.mark.docker
 def test_up_wires_pair_is_idempotent_and_down_leaves_nothing(engine, clean_lab, tmp_path):
@@ -182,3 +199,14 @@ def test_preconditions_fail_with_one_clear_message_and_create_nothing(engine, cl
     assert lab_images.image_exists(base_before)
 
     assert not any(resources().values()), resources()
+
+
+@pytest.mark.docker
+def test_up_with_fewer_pairs_shrinks_the_lab(engine, clean_lab, tmp_path):
+    inv = str(tmp_path / "hosts.yml")
+    assert lab("up", "--pairs", "2", "--prefix", PREFIX, "--inventory", inv).returncode == 0
+    shrink = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", inv)
+    assert shrink.returncode == 0, shrink.stdout + shrink.stderr
+    res = resources()
+    assert res["containers"] == ["bft-node1", "bft-node1-dpu"] and res["volumes"] == ["bft-node1-card"], res
+    assert "bft-node2" not in Path(inv).read_text()
