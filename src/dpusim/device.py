@@ -86,11 +86,20 @@ def firmware_reset(node: Any, card: Any, level: int) -> list[str]:
     if faults.active(node, "power_cycle_required", card) is not None:
         node.data["runtime"] = {}
         return []
+    mark_unsettled(card)
     activated = activate(card, power_cycle=False)
     node.data["runtime"] = {}
     if card.is_bluefield:
         arm_reboot(card)
     return activated
+
+
+def mark_unsettled(card: Any) -> None:
+    """A BlueField mode change (power-cycle-only parameter) met a warm reset: until a power cycle,
+    mlxconfig fails to read NV registers (mstflint issue #1191, corpus bf2-error-nv-access-registers)."""
+    cfg = card.data["mlxconfig"]
+    if card.is_bluefield and any(cfg["next"].get(k) != cfg["current"].get(k) for k in POWER_CYCLE_ONLY):
+        card.data["mode_change_unsettled"] = True
 
 
 def arm_reboot(card: Any) -> None:
@@ -111,6 +120,7 @@ def node_reboot(node: Any) -> dict[str, list[str]]:
         if dpu_mode(card) or faults.active(node, "power_cycle_required", card) is not None:
             result[str(card.dir)] = []
             continue
+        mark_unsettled(card)
         result[str(card.dir)] = activate(card, power_cycle=False)
     return result
 
@@ -121,6 +131,7 @@ def power_cycle(node: Any) -> dict[str, list[str]]:
     result = {}
     for card in node.cards:
         result[str(card.dir)] = activate(card, power_cycle=True)
+        card.data.pop("mode_change_unsettled", None)
         card.data["power_cycles"] = card.data.get("power_cycles", 0) + 1
         if card.is_bluefield:
             arm_reboot(card)

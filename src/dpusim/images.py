@@ -16,6 +16,7 @@ those facts in a small text header, followed by a filler payload::
     nic_fw_version: 32.43.1014        (bfb only: NIC firmware bundled in the BFB)
     doca: 2.9.2                       (bfb only: DOCA version of the bundle)
     bundle_size: 1513975808           (bfb only: size the bundle claims, for progress and timing)
+    roms: PXE=3.7.0500;UEFI=14.36.0016  (optional: expansion ROM versions the image carries)
     payload_size: 4096
     sha256: <hex digest of the payload>
     <empty line>
@@ -56,7 +57,7 @@ def bfb_release(version: str) -> str:
 
 
 def make_image(kind: str, profile: str, version: str, output: Path, *, psid: str | None = None,
-               corrupt: bool = False, nic_fw_version: str | None = None) -> Path:
+               corrupt: bool = False, nic_fw_version: str | None = None, roms: dict[str, str] | None = None) -> Path:
     if kind not in KINDS:
         raise ImageError("dpusim make-image: --kind must be one of %s, not %r" % (", ".join(KINDS), kind))
     prof = profiles.get(profile)
@@ -80,6 +81,8 @@ def make_image(kind: str, profile: str, version: str, output: Path, *, psid: str
         fields["doca"] = re.split(r"[-_]", fields["release"][len("bf-bundle-"):] if fields["release"].startswith(
             "bf-bundle-") else version)[0]
         fields["bundle_size"] = BUNDLE_SIZE
+    if roms:
+        fields["roms"] = ";".join("%s=%s" % (k, v) for k, v in roms.items())
     fields["payload_size"] = len(payload)
     fields["sha256"] = hashlib.sha256(bytes(payload)).hexdigest()
     if corrupt:
@@ -110,6 +113,8 @@ def read_image(path: Path) -> dict[str, Any]:
         if key not in fields:
             raise ImageError("%s: header lacks %s" % (path, key))
     fields["generation"] = int(fields["generation"])
+    fields["roms"] = dict(item.split("=", 1) for item in fields["roms"].split(";") if "=" in item) \
+        if fields.get("roms") else {}
     fields["intact"] = (len(payload) == int(fields["payload_size"])
                         and hashlib.sha256(payload).hexdigest() == fields["sha256"])
     return fields

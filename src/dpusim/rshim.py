@@ -89,7 +89,7 @@ def expand(card: Any, lines: list[tuple[str, str, str]]) -> list[list[str]]:
     for level, module, text in lines:
         if module == "PSC" and card.profile["generation"] < 3:
             continue
-        out.append([level, module, text.format(lifecycle=card.profile.get("lifecycle", "GA Secured"))])
+        out.append([level, module, text.format(lifecycle=card.ident("lifecycle") or "GA Secured")])
     return out
 
 
@@ -152,7 +152,7 @@ def render_misc(node: Any, card: Any, consume: bool = True) -> str:
     out.append("%-16s%d (1: reset)\n" % ("SW_RESET", 0))
     out.append("%-16s%s\n" % ("DEV_NAME", misc.get("DEV_NAME") or "pcie-0000:%s:00.%d" % (bus, prof["rshim_function"])))
     out.append("%-16sBlueField-%d(Rev %d)\n" % ("DEV_INFO", prof["generation"], prof["chip_rev"]))
-    out.append("%-16s%s\n" % ("OPN_STR", prof.get("opn_str", "N/A")))
+    out.append("%-16s%s\n" % ("OPN_STR", card.ident("opn_str") or "N/A"))
     if bf3:
         out.append("%-16s%d(s)\n" % ("UP_TIME", uptime(card)))
         out.append("%-16s%d (0:no, 1:yes)\n" % ("SECURE_NIC_MODE", int(misc_value(misc, "SECURE_NIC_MODE", 0))))

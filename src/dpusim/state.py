@@ -131,6 +131,11 @@ class Card:
     def is_bluefield(self) -> bool:
         return bool(self.profile.get("bluefield"))
 
+    def ident(self, key: str):
+        """An identity value (part_number, description, base_guid, base_mac, guids_number, lifecycle,
+        opn_str, security_attributes): the card's own ``identity`` override (one SKU of many) or the profile's."""
+        return self.data.get("identity", {}).get(key, self.profile.get(key))
+
     def changed(self) -> bool:
         return self.data != self._original
 

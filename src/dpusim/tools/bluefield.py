@@ -62,7 +62,7 @@ def bootctl(card: state.Card) -> str:
     primary = os_["boot_device"]
     backup = primary[:-1] + ("0" if primary.endswith("1") else "1")
     return ("primary: %s\nbackup: %s\nboot-bus-width: x8\nreset to x1 after reboot: FALSE\nwatchdog-swap: disabled\n"
-            "lifecycle state: %s\nsecure boot key free slots: 3\n" % (primary, backup, card.profile["lifecycle"]))
+            "lifecycle state: %s\nsecure boot key free slots: 3\n" % (primary, backup, card.ident("lifecycle")))
 
 
 def body(argv: list[str], prog: str) -> int:

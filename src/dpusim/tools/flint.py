@@ -49,7 +49,6 @@ def rom_lines(roms: list[dict]) -> list[str]:
 
 
 def render_query(card: state.Card) -> str:
-    prof = card.profile
     fw = card.data["firmware"]
     flashed = fw["banks"][fw["active_bank"]]
     running = fw["running"]
@@ -60,12 +59,12 @@ def render_query(card: state.Card) -> str:
     out.append(LABEL % ("Product Version:", flashed["version"]))
     out += rom_lines(flashed.get("roms") or [])
     out.append(LABEL % ("Description:", "UID                GuidsNumber"))
-    out.append(LABEL % ("Base GUID:", "%s        %d" % (prof["base_guid"], prof["guids_number"])))
-    out.append(LABEL % ("Base MAC:", "%s            %d" % (prof["base_mac"], prof["guids_number"])))
+    out.append(LABEL % ("Base GUID:", "%s        %d" % (card.ident("base_guid"), card.ident("guids_number"))))
+    out.append(LABEL % ("Base MAC:", "%s            %d" % (card.ident("base_mac"), card.ident("guids_number"))))
     out.append(LABEL % ("Image VSD:", "N/A"))
     out.append(LABEL % ("Device VSD:", "N/A"))
     out.append(LABEL % ("PSID:", flashed["psid"]))
-    out.append(LABEL % ("Security Attributes:", prof.get("security_attributes") or "N/A"))
+    out.append(LABEL % ("Security Attributes:", card.ident("security_attributes") or "N/A"))
     return "".join(out)
 
 

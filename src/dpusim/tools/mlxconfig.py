@@ -131,8 +131,8 @@ def device_header(out: list[str], lay: Layout, index: int, card: state.Card, dev
     out.append("\nDevice #%d:\n" % index)
     out.append("----------\n\n")
     out.append(lay.label("Device type:", prof["device_type"]))
-    out.append(lay.label("Name:", prof["part_number"]))
-    out.append(lay.label("Description:", prof["description"]))
+    out.append(lay.label("Name:", card.ident("part_number")))
+    out.append(lay.label("Description:", card.ident("description")))
     out.append(lay.label("Device:", dev))
     out.append("\n")
 
@@ -203,6 +203,11 @@ def body(argv: list[str], prog: str) -> int:
         node = state.load_node()
         check_arm_up(node)
         targets = resolve(node, device)
+        for card, _dev in targets:
+            if card.data.get("mode_change_unsettled"):
+                # corpus/mlxconfig/bf2-error-nv-access-registers.txt (mstflint issue #1191): a BlueField
+                # whose INTERNAL_CPU_MODEL changed and was reset without a power cycle.
+                raise ToolExit("-E- Error when trying to check if NV access registers are supported")
         if targets:
             check_names(targets[0][0], rest)
         out = [render_query(card, dev, rest, extended, i + 1) for i, (card, dev) in enumerate(targets)]

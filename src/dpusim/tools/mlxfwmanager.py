@@ -73,13 +73,13 @@ def render_device(node: state.Node, card: state.Card, index: int, img: dict | No
     entry = node.card_entry(card)
     out = ["\nDevice #%d:\n" % index, "----------\n\n"]
     out.append("  Device Type:      %s\n" % prof["device_type"])
-    out.append("  Part Number:      %s\n" % prof["part_number"])
-    out.append("  Description:      %s\n" % prof["description"])
+    out.append("  Part Number:      %s\n" % card.ident("part_number"))
+    out.append("  Description:      %s\n" % card.ident("description"))
     out.append("  PSID:             %s\n" % flashed["psid"])
     out.append("  PCI Device Name:  %s\n" % entry["mst"])
     if prof.get("bluefield"):
-        out.append("  Base GUID:        %s\n" % prof["base_guid"])
-    out.append("  Base MAC:         %s\n" % prof["base_mac"])
+        out.append("  Base GUID:        %s\n" % card.ident("base_guid"))
+    out.append("  Base MAC:         %s\n" % card.ident("base_mac"))
     out.append("  Versions:         %-14s %-14s\n" % ("Current", "Available"))
     out.append("     FW             %-14s %-14s\n" % (flashed["version"], img["version"] if img else "N/A"))
     if running["version"] != flashed["version"]:
@@ -87,7 +87,8 @@ def render_device(node: state.Node, card: state.Card, index: int, img: dict | No
     roms = {r["type"]: r["version"] for r in flashed.get("roms") or []}
     for name in ROM_ORDER:
         if name in roms:
-            out.append("     %-12s   %-14s %-14s\n" % (name, rom_version(roms[name]), "N/A"))
+            avail = rom_version(img["roms"][name]) if img and name in img.get("roms", {}) else "N/A"
+            out.append("     %-12s   %-14s %-14s\n" % (name, rom_version(roms[name]), avail))
     out.append("\n  Status:           %s\n" % status_of(card, img))
     return "".join(out)
 

@@ -36,8 +36,42 @@ def render_query(card: state.Card) -> str:
     return "".join(out)
 
 
+HELP = """usage: {prog} [-h] [-v] --device DEVICE [--disable_rshim] [--disable_tracer] [--disable_counter_rd] \
+[--disable_port_owner] {{r,restrict,p,privilege,q,query}}
+
+restrict or privilege host
+Note: New configurations takes effect immediately.
+Note: privileged host - host has all supported privileges.
+      restricted host - host is not allowed to modify global
+      per port/parameters or access other hosts parametersis.
+
+optional arguments:
+  -h, --help            show this help message and exit
+  -v, --version         show program's version number and exit
+
+Options:
+  --device DEVICE, -d DEVICE
+                        Device to work with.
+  --disable_rshim       When TRUE, the host does not have an RSHIM function
+                        to access the embedded CPU registers
+  --disable_tracer      When TRUE, the host will not be allowed to own the Tracer
+  --disable_counter_rd  When TRUE, the host will not be allowed to read Physical port counters
+  --disable_port_owner  When TRUE, the host will not be allowed to be Port Owner
+
+Commands:
+  {{r,restrict,p,privilege,q,query}}
+                        restrict:  Set host 1 (ARM) privileged, host 0 (x86_64) restricted.
+                        privilege: Set host 1 (ARM) privileged, host 0 (x86_64) privileged
+                                   (back to default).
+                        query:     Query current host configuration.
+"""  # corpus/mlxprivhost/bf2-help-with-query-fixture.txt (argparse help of mlxprivhost)
+
+
 def body(argv: list[str], prog: str) -> int:
     argv = list(argv)
+    if pop_flag(argv, "-h", "--help"):
+        emit(HELP.format(prog=prog))
+        return 0
     dev = pop_value(argv, "-d", "--device")
     chosen = {flag: pop_flag(argv, "--" + flag) for flag in FLAGS}
     if dev is None:
