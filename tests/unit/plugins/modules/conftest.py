@@ -1,0 +1,60 @@
+"""Fixtures to drive bluefleet modules with recorded tool outputs through a fake runner.
+
+``run_module(module, args, runner, check_mode=False)`` runs the module's ``main()`` with that runner
+(see fake_tools.FakeRunner) and returns ``(failed, result)``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+from fake_tools import FakeRunner
+
+
+class _Exit(Exception):
+    def __init__(self, failed, result):
+        super().__init__(result.get("msg"))
+        self.failed = failed
+        self.result = result
+
+
+@pytest.fixture
+def fake_runner():
+    return FakeRunner
+
+
+@pytest.fixture
+def run_module(monkeypatch):
+    def _exit_json(self, **kwargs):
+        raise _Exit(False, json.loads(json.dumps(kwargs)))
+
+    def _fail_json(self, msg, **kwargs):
+        kwargs["msg"] = msg
+        raise _Exit(True, json.loads(json.dumps(kwargs)))
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", _fail_json)
+
+    def run(module, args, runner, check_mode=False):
+        made = []
+
+        def factory(timeout=None, environ=None):
+            made.append(timeout)
+            return runner
+
+        monkeypatch.setattr(module, "ToolRunner", factory)
+        args = dict(args)
+        if check_mode:
+            args["_ansible_check_mode"] = True
+        with patch_module_args(args):
+            try:
+                module.main()
+            except _Exit as exc:
+                assert made or exc.failed, "the module succeeded without building its runner"
+                return exc.failed, exc.result
+        raise AssertionError("the module returned without exit_json or fail_json")
+
+    return run
