@@ -39,6 +39,7 @@ import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError, split_lines, to_int
 
+_ANNOTATION_RE = re.compile(r"\([^()]*\)$")
 _BITS_RE = re.compile(r"\s\(\d+ bits\)")
 _OFFLOAD_RE = re.compile(r"^(?:crypto )?offload parameters:\s*(?P<rest>.*)$")
 
@@ -51,10 +52,14 @@ def _pairs(tokens):
 
 
 def _after(tokens, key):
-    """The word after ``key`` in ``tokens`` (None when absent): robust to flag words between pairs."""
+    """The word after ``key`` in ``tokens`` (None when absent): robust to flag words between pairs.
+
+    ``ip -s`` glues a second rendering to some values (``spi 0x0000abcd(43981)``, ``reqid 1(0x00000001)``,
+    ipxfrm.c xfrm_id_info_print); that suffix is dropped.
+    """
     for i, token in enumerate(tokens[:-1]):
         if token == key:
-            return tokens[i + 1]
+            return _ANNOTATION_RE.sub("", tokens[i + 1]) or tokens[i + 1]
     return None
 
 
