@@ -225,6 +225,8 @@ def ethtool_features(node: state.Node, name: str) -> dict[str, dict[str, Any]]:
     if nd is not None and nd["kind"] in ("hostrep", "vfrep", "sf"):
         for n in ("esp-hw-offload", "esp-tx-csum-hw-offload", "tx-esp-segmentation"):
             feats[n] = {"active": False, "fixed": True}
+    if nd is not None and node.role == "dpu" and eswitch(node, nd["pci"])["mode"] == "switchdev":
+        feats["hw-tc-offload"] = {"active": True, "fixed": False}  # mlx5 switchdev netdevs start with TC offload on
     return feats
 
 

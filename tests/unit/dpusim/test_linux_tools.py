@@ -129,12 +129,18 @@ def test_devlink_dev_info_follows_the_running_firmware(pair, capsys, monkeypatch
 
 def test_ethtool_toggle_is_runtime(pair, capsys, monkeypatch):
     dpu = pair["dpu"]
-    assert run(capsys, monkeypatch, dpu, "ethtool", "-K", "p0", "hw-tc-offload", "on")[:3] == (0, "", "")
     _, out, _ = run(capsys, monkeypatch, dpu, "ethtool", "-k", "p0")
-    assert out.startswith("Features for p0:\n") and "\nhw-tc-offload: on\n" in out
+    assert out.startswith("Features for p0:\n") and "\nhw-tc-offload: on\n" in out  # switchdev uplink
+    assert run(capsys, monkeypatch, dpu, "ethtool", "-K", "p0", "hw-tc-offload", "off")[:3] == (0, "", "")
+    assert "\nhw-tc-offload: off\n" in run(capsys, monkeypatch, dpu, "ethtool", "-k", "p0")[1]
     reboot(dpu)
-    _, out, _ = run(capsys, monkeypatch, dpu, "ethtool", "-k", "p0")
-    assert "\nhw-tc-offload: off\n" in out
+    assert "\nhw-tc-offload: on\n" in run(capsys, monkeypatch, dpu, "ethtool", "-k", "p0")[1]
+    host = pair["host"]
+    assert "\nhw-tc-offload: off\n" in run(capsys, monkeypatch, host, "ethtool", "-k", "ens1f0np0")[1]
+    assert run(capsys, monkeypatch, host, "ethtool", "-K", "ens1f0np0", "hw-tc-offload", "on")[0] == 0
+    with state.open_node(host) as node:
+        device.power_cycle(node)
+    assert "\nhw-tc-offload: off\n" in run(capsys, monkeypatch, host, "ethtool", "-k", "ens1f0np0")[1]
 
 
 def test_ethtool_fixed_feature_and_bad_value(pair, capsys, monkeypatch):
