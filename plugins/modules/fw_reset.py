@@ -1,0 +1,588 @@
+# Copyright: bluefleet developers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: fw_reset
+short_description: Apply the smallest reset that activates a card's pending firmware and configuration
+version_added: 0.1.0
+description:
+  - Finds what is pending on one BlueField DPU or ConnectX NIC - mlxconfig parameters whose Next Boot
+    differs from Current (C(mlxconfig -d DEV -e q)) and a flashed firmware that is not the running one
+    (C(flint -d DEV q)) - and chooses, with the bluefleet reset planner, the smallest single reset that
+    activates all of it.
+  - C(mlxfwreset) level 3 when C(mlxfwreset -d DEV q) reports it Supported; otherwise a warm reboot
+    (O(reboot_command)) where a reboot reloads the firmware; otherwise a power cycle through
+    O(power_cycle_method). A BlueField in DPU mode is not reloaded by a reboot of either side; a
+    BlueField in NIC mode is rebooted instead of firmware-reset (it would fall back to DPU mode).
+  - Applies the reset once, then reads the card again and fails unless Current equals Next Boot and the
+    running firmware is the flashed one. With a baseboard management controller (O(power_cycle_method)
+    C(ipmitool) or C(redfish)) the power cycle happens after the call returns, so the module cannot see it;
+    run the module again once the node is back (the C(bluefleet.dpu.firmware) role does).
+  - Nothing pending, no change. In check mode it reports the reset it would apply and the plan.
+author:
+  - bluefleet developers
+options:
+  device:
+    description:
+      - The card (C(-d) of the tools), an mst device or a PCI address. When omitted, the only card
+        C(mst status -v) lists.
+    type: str
+  side:
+    description:
+      - Where the module runs. C(host) - the GPU server's OS; C(dpu) - the BlueField's Arm OS. C(auto)
+        decides from C(mst status -v) - the Arm side sees the host representors C(pfNhpf).
+    type: str
+    choices: [auto, host, dpu]
+    default: auto
+  changes:
+    description:
+      - Changes that another task would make, for the plan in check mode only (in check mode they are
+        not written, so the card does not show them yet). Give the RV(bluefleet.dpu.nvconfig#module:changes)
+        of M(bluefleet.dpu.nvconfig) run in check mode; an entry without C(kind) is an mlxconfig change.
+      - Ignored outside check mode; the card itself says what is pending then.
+    type: list
+    elements: dict
+    default: []
+  firmware_reset:
+    description: Allow C(mlxfwreset) level 3. When false the module goes straight to a reboot or power cycle.
+    type: bool
+    default: true
+  reboot_command:
+    description:
+      - argv that warm-reboots this node when the plan needs a warm reboot, e.g. C([systemctl, reboot]).
+        When not set and a warm reboot is needed, the module fails and says so.
+    type: list
+    elements: str
+  power_cycle_method:
+    description:
+      - How a power cycle of the server is done. C(none) - not available, the module fails naming what is
+        pending and why a power cycle is needed. C(command) - run O(power_cycle_command).
+        C(ipmitool) - C(ipmitool chassis power cycle) against O(ipmi). C(redfish) - a
+        C(ComputerSystem.Reset) POST to O(redfish). C(pause) - a person does it; the module fails with what
+        to do unless it was done already (the C(bluefleet.dpu.firmware) role pauses for the person first).
+    type: str
+    choices: [none, command, ipmitool, redfish, pause]
+    default: none
+  power_cycle_command:
+    description:
+      - argv that power-cycles this node, for O(power_cycle_method=command) (the twin - C([dpusim, power-cycle])).
+    type: list
+    elements: str
+  ipmi:
+    description: The server's BMC for O(power_cycle_method=ipmitool). The password goes to C(ipmitool) through
+      C(IPMI_PASSWORD) (C(-E)), never on the command line.
+    type: dict
+    suboptions:
+      host:
+        description: BMC address.
+        type: str
+        required: true
+      user:
+        description: BMC user.
+        type: str
+        required: true
+      password:
+        description: BMC password.
+        type: str
+        required: true
+      interface:
+        description: ipmitool interface (C(-I)).
+        type: str
+        default: lanplus
+      port:
+        description: Remote RMCP port (C(-p)).
+        type: int
+  redfish:
+    description: The server's BMC for O(power_cycle_method=redfish).
+    type: dict
+    suboptions:
+      host:
+        description: BMC address, optionally with C(:port).
+        type: str
+        required: true
+      user:
+        description: BMC user.
+        type: str
+        required: true
+      password:
+        description: BMC password.
+        type: str
+        required: true
+      system_id:
+        description: Member of C(/redfish/v1/Systems) to reset.
+        type: str
+        required: true
+      reset_type:
+        description: C(ResetType) of the action.
+        type: str
+        choices: [PowerCycle, ForceRestart]
+        default: PowerCycle
+      validate_certs:
+        description: Check the BMC's TLS certificate.
+        type: bool
+        default: true
+  verify:
+    description: After a reset run on the node (mlxfwreset, O(reboot_command), O(power_cycle_command)), read
+      the card again and fail if anything is still pending.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds each command (and the Redfish call) may run.
+    type: int
+    default: 600
+attributes:
+  check_mode:
+    description: Reads the card and reports the reset it would apply, with the plan; resets nothing.
+    support: full
+  diff_mode:
+    description: Pending parameters and firmware before and after.
+    support: full
+  platform:
+    description: Linux GPU hosts and BlueField Arm systems with MFT or mstflint installed.
+    platforms: posix
+    support: full
+notes:
+  - The tools are looked up on C(PATH) of the task's environment and run with C(LC_ALL=C).
+seealso:
+  - module: bluefleet.dpu.nvconfig
+"""
+
+EXAMPLES = r"""
+- name: Activate pending configuration and firmware (power cycle through the BMC if needed)
+  bluefleet.dpu.fw_reset:
+    power_cycle_method: redfish
+    redfish:
+      host: bmc01.example.com
+      user: admin
+      password: "{{ vault_bmc_password }}"
+      system_id: System.Embedded.1
+
+- name: On the device twin
+  bluefleet.dpu.fw_reset:
+    power_cycle_method: command
+    power_cycle_command: [dpusim, power-cycle]
+    reboot_command: [dpusim, reboot]
+
+- name: Plan in check mode, with the changes nvconfig would make
+  bluefleet.dpu.fw_reset:
+    changes: "{{ nv.changes }}"
+  check_mode: true
+  register: plan
+"""
+
+RETURN = r"""
+changed:
+  description: True when a reset was applied (or, in check mode, would be).
+  returned: always
+  type: bool
+device:
+  description: The C(-d) argument used.
+  returned: always
+  type: str
+side:
+  description: C(host) or C(dpu).
+  returned: always
+  type: str
+reset:
+  description: The reset applied (or that would be) - C(none), C(firmware_reset), C(warm_reboot) or C(power_cycle).
+  returned: always
+  type: str
+  sample: firmware_reset
+reset_required:
+  description: The reset class the pending changes need, before this node's context (see RV(note)).
+  returned: always
+  type: str
+note:
+  description: Why RV(reset) differs from RV(reset_required), empty when it does not.
+  returned: always
+  type: str
+disruption:
+  description: What RV(reset) does to the node, in words.
+  returned: always
+  type: str
+method:
+  description: How RV(reset) is or would be done - C(mlxfwreset), C(reboot_command), or the power-cycle method.
+  returned: always
+  type: str
+plan:
+  description: The plan as lines (device, changes with the reset each needs, why, expected disruption).
+  returned: always
+  type: list
+  elements: str
+changes:
+  description: The changes planned for, each with C(reset_required) and C(reason).
+  returned: always
+  type: list
+  elements: dict
+pending:
+  description: What is pending after the run - C(nvconfig) (parameter names) and C(firmware) (bool).
+  returned: always
+  type: dict
+firmware:
+  description: C(flashed) and C(running) firmware versions after the run (null when flint is not installed).
+  returned: always
+  type: dict
+firmware_reset_supported:
+  description: mlxfwreset level 3 is reported Supported (false when mlxfwreset is missing).
+  returned: always
+  type: bool
+verified:
+  description: The card was read again after the reset and nothing is pending.
+  returned: always
+  type: bool
+diff:
+  description: Pending parameters and firmware before and after.
+  returned: always
+  type: dict
+cmd:
+  description: Every command run, as argv lists, in order (a Redfish call as C([redfish, POST, URL, BODY])).
+  returned: always
+  type: list
+  elements: list
+tool_version:
+  description: First line of C(mlxfwreset --version), or null when the tool does not answer it.
+  returned: always
+  type: str
+"""
+
+import json
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import parse_flint_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import parse_mlxconfig_query, split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxfwreset import (
+    parse_mlxfwreset_query,
+    parse_mlxfwreset_reset,
+)
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mst import parse_mst_status
+from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import PlanError, plan, render
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
+
+_FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
+_HOST_REP_RE = re.compile(r"^pf\d+hpf$")
+ACTIONS = ("firmware_reset", "warm_reboot", "power_cycle")
+
+
+class ResetError(Exception):
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result
+
+    def details(self):
+        return self.result.as_dict() if self.result is not None else {}
+
+
+class Card:
+    """Reads one card's pending state with a shared runner."""
+
+    def __init__(self, runner):
+        self.runner = runner
+
+    def run(self, argv, what, allow_missing=False):
+        result = self.runner.run(argv)
+        if allow_missing and tool_missing(result):
+            return None
+        reason = error_reason(result)
+        if reason:
+            raise ResetError("%s failed: %s" % (what, reason), result)
+        return result
+
+    @staticmethod
+    def parse(parser, result, what):
+        try:
+            return parser(result.stdout)
+        except ParseError as exc:
+            raise ResetError("%s failed: %s" % (what, exc), result) from exc
+
+    def discover(self, device, side):
+        result = self.run(["mst", "status", "-v"], "find the card with mst status -v")
+        data = self.parse(parse_mst_status, result, "find the card")
+        if side == "auto":
+            side = "dpu" if any(_HOST_REP_RE.match(n) for d in data["devices"] for n in d["net"]) else "host"
+        if not device:
+            cards = sorted({_FUNCTION_SUFFIX_RE.sub("", d["mst"]) if d["mst"] and d["mst"] != "NA" else d["pci"]
+                            for d in data["devices"]})
+            if len(cards) != 1:
+                raise ResetError("find the card failed: mst status -v lists %d cards (%s); set the device option"
+                                 % (len(cards), ", ".join(cards) or "none"), result)
+            device = cards[0]
+        return device, side
+
+    def state(self, device):
+        """``{"device_type", "bluefield", "mode", "nvconfig": {NAME: (current, next)}, "firmware": {...}}``."""
+        result = self.run(["mlxconfig", "-d", device, "-e", "q"], "query NV configuration of %s" % device)
+        data = self.parse(parse_mlxconfig_query, result, "query NV configuration of %s" % device)
+        if data["errors"] or not data["devices"]:
+            raise ResetError("query NV configuration of %s failed: %s"
+                             % (device, "; ".join(data["errors"]) or "no device block"), result)
+        dev = data["devices"][0]
+        params = dev["params"]
+        pending = {name: (e["current"], e["next_boot"]) for name, e in sorted(params.items())
+                   if e["current"] is not None and e["current"] != e["next_boot"]}
+        bluefield = (dev["device_type"] or "").lower().startswith("bluefield")
+        mode = None
+        if bluefield:
+            engine = params.get("INTERNAL_CPU_OFFLOAD_ENGINE", {}).get("current")
+            mode = "nic" if engine is not None and split_value(engine)[1] == 1 else "dpu"
+        firmware = {"flashed": None, "running": None}
+        result = self.run(["flint", "-d", device, "q"], "query firmware of %s" % device, allow_missing=True)
+        if result is not None:
+            q = self.parse(parse_flint_query, result, "query firmware of %s" % device)
+            firmware = {"flashed": q["fw_version"], "running": q["running_fw_version"] or q["fw_version"]}
+        return {"device_type": dev["device_type"], "bluefield": bluefield, "mode": mode, "nvconfig": pending,
+                "firmware": firmware}
+
+    def levels(self, device):
+        """``(level 3 supported, sync 1 supported)``; both false when mlxfwreset is missing."""
+        result = self.run(["mlxfwreset", "-d", device, "q"], "query reset levels of %s" % device, allow_missing=True)
+        if result is None:
+            return False, False
+        data = self.parse(parse_mlxfwreset_query, result, "query reset levels of %s" % device)
+        level3 = any(e["level"] == 3 and e["supported"] for e in data["levels"])
+        sync1 = any(e["id"] == 1 and e["supported"] for e in data["sync"])
+        return level3, sync1
+
+
+def changes_of(state, extra):
+    changes = [{"kind": "mlxconfig", "name": name, "before": cur, "after": nxt}
+               for name, (cur, nxt) in state["nvconfig"].items()]
+    fw = state["firmware"]
+    if fw["flashed"] and fw["flashed"] != fw["running"]:
+        changes.append({"kind": "nic_firmware", "name": "firmware", "before": fw["running"], "after": fw["flashed"]})
+    seen = {c["name"] for c in changes}
+    for item in extra:
+        entry = {"kind": item.get("kind", "mlxconfig")}
+        entry.update({k: item[k] for k in ("name", "option", "before", "after") if k in item})
+        if entry.get("name") in seen:
+            continue
+        changes.append(entry)
+    return changes
+
+
+def pending_summary(state):
+    fw = state["firmware"]
+    return {"nvconfig": sorted(state["nvconfig"]),
+            "firmware": bool(fw["flashed"] and fw["flashed"] != fw["running"])}
+
+
+def describe_pending(state):
+    parts = ["%s %s -> %s" % (name, cur, nxt) for name, (cur, nxt) in state["nvconfig"].items()]
+    fw = state["firmware"]
+    if fw["flashed"] and fw["flashed"] != fw["running"]:
+        parts.append("firmware %s -> %s" % (fw["running"], fw["flashed"]))
+    return ", ".join(parts) or "nothing"
+
+
+def ipmitool_argv(ipmi):
+    argv = ["ipmitool", "-I", ipmi["interface"], "-H", ipmi["host"]]
+    if ipmi.get("port"):
+        argv += ["-p", str(ipmi["port"])]
+    return argv + ["-U", ipmi["user"], "-E", "chassis", "power", "cycle"]
+
+
+def redfish_request(redfish):
+    """``(url, body)`` of the ComputerSystem.Reset action."""
+    url = "https://%s/redfish/v1/Systems/%s/Actions/ComputerSystem.Reset" % (redfish["host"], redfish["system_id"])
+    return url, json.dumps({"ResetType": redfish["reset_type"]}, sort_keys=True)
+
+
+class Resetter:
+    """Applies one reset; every way of doing it is here, in one place."""
+
+    def __init__(self, runner, params, node_card):
+        self.runner = runner
+        self.p = params
+        self.card = node_card
+
+    def method_for(self, reset):
+        if reset == "firmware_reset":
+            return "mlxfwreset"
+        if reset == "warm_reboot":
+            return "reboot_command"
+        return self.p["power_cycle_method"]
+
+    def check_available(self, reset, state, check_mode):
+        """Fail before anything happens when the reset cannot be done here."""
+        what = describe_pending(state)
+        if reset == "warm_reboot" and not self.p["reboot_command"]:
+            raise ResetError("reset the card failed: a warm reboot is needed to activate %s, and reboot_command is "
+                             "not set; set it (e.g. [systemctl, reboot]) or reboot the node" % what)
+        if reset == "power_cycle":
+            method = self.p["power_cycle_method"]
+            if method == "none":
+                raise ResetError("reset the card failed: a power cycle of the server is needed to activate %s, and "
+                                 "power_cycle_method is none; set power_cycle_method (ipmitool, redfish, command or "
+                                 "pause) or power-cycle the server by hand and run again" % what)
+            if method == "pause" and not check_mode:
+                raise ResetError("reset the card failed: a power cycle of the server is needed to activate %s; "
+                                 "power-cycle it by hand now (not a reboot) and run again" % what)
+
+    def apply(self, reset, device, sync1):
+        if reset == "firmware_reset":
+            argv = ["mlxfwreset", "-d", device, "-y", "-l", "3"] + (["--sync", "1"] if sync1 else []) + ["r"]
+            result = self.card.run(argv, "reset the firmware of %s with mlxfwreset" % device)
+            try:
+                out = parse_mlxfwreset_reset(result.stdout)
+            except ParseError as exc:
+                raise ResetError("reset the firmware of %s failed: %s" % (device, exc), result) from exc
+            if not out["ok"]:
+                raise ResetError("reset the firmware of %s failed: mlxfwreset did not say the firmware was loaded (%s)"
+                                 % (device, "; ".join(out["errors"] + out["messages"]) or "no result line"), result)
+            return True
+        if reset == "warm_reboot":
+            argv = list(self.p["reboot_command"])
+            self.card.run(argv, "reboot the node with %s" % " ".join(argv))
+            return True
+        method = self.p["power_cycle_method"]
+        if method == "command":
+            self.card.run(list(self.p["power_cycle_command"]),
+                          "power-cycle the server with %s" % " ".join(self.p["power_cycle_command"]))
+            return True
+        if method == "ipmitool":
+            environ = dict(self.runner.environ)
+            environ["IPMI_PASSWORD"] = self.p["ipmi"]["password"]
+            bmc = ToolRunner(timeout=self.runner.timeout, environ=environ)
+            result = bmc.run(ipmitool_argv(self.p["ipmi"]))
+            self.runner.cmd.extend(bmc.cmd)
+            reason = error_reason(result)
+            if reason:
+                raise ResetError("power-cycle the server through ipmitool failed: %s" % reason, result)
+            return False
+        url, body = redfish_request(self.p["redfish"])
+        self.runner.cmd.append(["redfish", "POST", url, body])
+        try:
+            response = open_url(url, method="POST", data=body, headers={"Content-Type": "application/json"},
+                                url_username=self.p["redfish"]["user"], url_password=self.p["redfish"]["password"],
+                                force_basic_auth=True, validate_certs=self.p["redfish"]["validate_certs"],
+                                timeout=self.runner.timeout)
+            status = response.getcode()
+        except Exception as exc:  # open_url raises HTTPError, URLError, SSLValidationError, socket errors
+            raise ResetError("power-cycle the server through Redfish failed: POST %s: %s" % (url, exc)) from exc
+        if status not in (200, 202, 204):
+            raise ResetError("power-cycle the server through Redfish failed: POST %s answered HTTP %s" % (url, status))
+        return False
+
+
+def run_reset(runner, params, check_mode):
+    card = Card(runner)
+    device, side = card.discover(params["device"], params["side"])
+    before = card.state(device)
+    level3, sync1 = card.levels(device)
+    extra = params["changes"] if check_mode else []
+    try:
+        result = plan(changes_of(before, extra), bluefield=before["bluefield"], mode=before["mode"],
+                      side="arm" if side == "dpu" else "host",
+                      firmware_reset_supported=level3 and params["firmware_reset"])
+    except PlanError as exc:
+        raise ResetError("plan the reset failed: %s" % exc) from exc
+    reset = result["reset"] if result["reset"] in ACTIONS else "none"
+    resetter = Resetter(runner, params, card)
+    method = resetter.method_for(reset) if reset != "none" else "none"
+    after = before
+    verified = reset == "none"
+    if reset != "none":
+        resetter.check_available(reset, before, check_mode)
+    predicted = pending_summary(before)
+    if reset != "none" and check_mode:
+        predicted = {"nvconfig": [], "firmware": False}
+    if reset != "none" and not check_mode:
+        ran_here = resetter.apply(reset, device, sync1)
+        if ran_here and params["verify"]:
+            after = card.state(device)
+            if pending_summary(after)["nvconfig"] or pending_summary(after)["firmware"]:
+                raise ResetError("verify the %s of %s failed: still pending after it: %s; the card may need a bigger "
+                                 "reset (a power cycle)" % (reset.replace("_", " "), device, describe_pending(after)))
+            verified = True
+    return {
+        "changed": reset != "none",
+        "device": device,
+        "side": side,
+        "reset": reset,
+        "reset_required": result["reset_required"],
+        "note": result["note"],
+        "disruption": result["disruption"],
+        "method": method,
+        "plan": render(device, dict(result, reset=reset)),
+        "changes": result["changes"],
+        "pending": pending_summary(after),
+        "firmware": after["firmware"],
+        "firmware_reset_supported": level3,
+        "verified": verified,
+        "diff": make_diff(pending_summary(before), predicted if check_mode else pending_summary(after),
+                          "%s pending before" % device, "%s pending after" % device),
+    }
+
+
+def tool_version(runner):
+    result = runner.run(["mlxfwreset", "--version"])
+    if error_reason(result):
+        return None
+    lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+    return lines[0] if lines else None
+
+
+def argument_spec():
+    return {
+        "device": {"type": "str"},
+        "side": {"type": "str", "choices": ["auto", "host", "dpu"], "default": "auto"},
+        "changes": {"type": "list", "elements": "dict", "default": []},
+        "firmware_reset": {"type": "bool", "default": True},
+        "reboot_command": {"type": "list", "elements": "str"},
+        "power_cycle_method": {"type": "str", "choices": ["none", "command", "ipmitool", "redfish", "pause"],
+                               "default": "none"},
+        "power_cycle_command": {"type": "list", "elements": "str"},
+        "ipmi": {"type": "dict", "options": {
+            "host": {"type": "str", "required": True},
+            "user": {"type": "str", "required": True},
+            "password": {"type": "str", "required": True, "no_log": True},
+            "interface": {"type": "str", "default": "lanplus"},
+            "port": {"type": "int"},
+        }},
+        "redfish": {"type": "dict", "options": {
+            "host": {"type": "str", "required": True},
+            "user": {"type": "str", "required": True},
+            "password": {"type": "str", "required": True, "no_log": True},
+            "system_id": {"type": "str", "required": True},
+            "reset_type": {"type": "str", "choices": ["PowerCycle", "ForceRestart"], "default": "PowerCycle"},
+            "validate_certs": {"type": "bool", "default": True},
+        }},
+        "verify": {"type": "bool", "default": True},
+        "timeout": {"type": "int", "default": 600},
+    }
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        required_if=[
+            ("power_cycle_method", "command", ("power_cycle_command",)),
+            ("power_cycle_method", "ipmitool", ("ipmi",)),
+            ("power_cycle_method", "redfish", ("redfish",)),
+        ],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["timeout"] <= 0:
+        module.fail_json(msg="reset the card failed: timeout must be a positive number of seconds, got %d"
+                         % p["timeout"])
+    runner = ToolRunner(timeout=p["timeout"])
+    try:
+        result = run_reset(runner, p, module.check_mode)
+    except ResetError as exc:
+        details = exc.details()
+        details.pop("cmd", None)
+        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **details)
+    result["tool_version"] = tool_version(runner)
+    result["cmd"] = [list(a) for a in runner.cmd]
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
