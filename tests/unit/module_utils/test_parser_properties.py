@@ -8,6 +8,7 @@ Any other exception is a bug (the CLI and the modules would show it as a crash).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,10 @@ from bluefleet.parse import discover_parsers, strip_header
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "parsers"
 PARSERS = discover_parsers()
 KINDS = sorted(PARSERS)
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 40 examples per kind and test keeps the file under a minute on 2 cores; set BLUEFLEET_PARSER_EXAMPLES=2000
+# for a deeper search before a release.
+EXAMPLES = int(os.environ.get("BLUEFLEET_PARSER_EXAMPLES", "40"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 TOKENS = [
     " ", "  ", "\t", ":", "-", "--", "(", ")", "[", "]", "|", "=", ",", ".", "*", "#", "0", "1", "-1", "0x1f",
