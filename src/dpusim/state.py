@@ -313,6 +313,7 @@ def init_node(root: Path, profile_names: list[str], role: str, card_dirs: list[P
         raise StateError("dpusim: unknown role %r; use one of %s" % (role, ", ".join(ROLES)))
     root.mkdir(parents=True, exist_ok=True)
     entries = []
+    rdma_base = 0
     for index, (pname, cdir) in enumerate(zip(profile_names, card_dirs, strict=True)):
         prof = profiles.get(pname)
         if role == "dpu" and not prof.get("bluefield"):
@@ -329,7 +330,8 @@ def init_node(root: Path, profile_names: list[str], role: str, card_dirs: list[P
                     )
             else:
                 write_json(path, new_card_data(pname))
-        entries.append(profiles.role_view(pname, role, index, str(card_dir)))
+        entries.append(profiles.role_view(pname, role, index, str(card_dir), rdma_base=rdma_base))
+        rdma_base += prof["ports"]
     data = {"schema": SCHEMA, "role": role, "cards": entries, "runtime": {}, "faults": {}, "replay": None}
     with _flock(root / "node.lock"):
         write_json(node_file(root), data)

@@ -54,7 +54,7 @@ def _colon_mac(mac: str) -> str:
     return ":".join(mac[i:i + 2] for i in range(0, 12, 2))
 
 
-def role_view(name: str, role: str, index: int, card_dir: str) -> dict[str, Any]:
+def role_view(name: str, role: str, index: int, card_dir: str, rdma_base: int | None = None) -> dict[str, Any]:
     """What a ``role`` node sees of card number ``index`` made from profile ``name``.
 
     Returns ``{"card_dir", "profile", "index", "mst", "pci", "functions": [...], "netdevs": [...],
@@ -63,7 +63,8 @@ def role_view(name: str, role: str, index: int, card_dir: str) -> dict[str, Any]
     "netdevs": [...], "uplink": "ens1f0np0", "mac": "94:6d:ae:4f:29:6a", "port": 1}``.
 
     Numbering for several cards on one node: card i uses PCI bus ``host.pci_bus[i]``, mst index i,
-    RDMA devices ``mlx5_{2i}``..., netdevs ``ens{i+1}f0np0``... (a simplification of real slot naming).
+    RDMA devices numbered on from ``rdma_base`` (the ports of the cards before it; default 2i),
+    netdevs ``ens{i+1}f0np0``... (a simplification of real slot naming).
     """
     prof = get(name)
     side = prof["dpu"] if role == "dpu" else prof["host"]
@@ -82,7 +83,7 @@ def role_view(name: str, role: str, index: int, card_dir: str) -> dict[str, Any]
         functions.append({
             "pci": "%s:%s:00.%d" % (domain, bus, fn),
             "mst": mst_base if fn == 0 else "%s.%d" % (mst_base, fn),
-            "rdma": "mlx5_%d" % (index * nports + fn),
+            "rdma": "mlx5_%d" % ((index * 2 if rdma_base is None else rdma_base) + fn),
             "netdevs": netdevs,
             "uplink": uplink,
             "mac": _colon_mac(_mac_plus(prof["base_mac"], fn)),
