@@ -4,8 +4,9 @@
 - ibv_devinfo: ``corpus/ibv_devinfo/FORMAT-from-source.md`` (rdma-core libibverbs/examples/devinfo.c): a blank
   line after every port block; ``-v`` adds the device scalar lines, the per-port lines and the GID table
   (RoCE v1 GIDs as 8 hex groups, RoCE v2 through inet_ntop, both with ``, RoCE vN`` on Ethernet).
-  NOT rendered in ``-v``: the decoded capability blocks (device_cap_flags names, ODP/TSO/RSS/packet pacing/
-  tag matching/CQ moderation caps, raw packet caps, device_cap_flags_ex names). No -v capture exists in the corpus.
+  The ``-v`` device block (flag names, ODP/TSO/RSS/packet pacing/tag matching/CQ moderation caps) follows
+  devinfo.c's print_hca_cap order; GID lines carry the RoCE type as later rdma-core prints it. No ``-v``
+  capture exists in the corpus: the layout is from source only.
 - ibdev2netdev: mlnx-tools ofed_scripts/ibdev2netdev: ``<ibdev> port <n> ==> <netdev> (Up|Down)``, devices in
   ``ls /sys/class/infiniband`` order; ``-v``: ``<pci> <ibdev> (MT<devid> - <partid %-11s>) <desc %-15s> fw <fw>
   port <n> (<state %-6s>) ==> <netdev> (<Up|Down>)``.
@@ -80,6 +81,105 @@ VERBOSE_DEVICE_LINES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# ibv_device_cap_flags bits and the names devinfo.c prints for them, in its order.
+DEVICE_CAP_FLAGS: tuple[tuple[int, str], ...] = (
+    (0, "RESIZE_MAX_WR"), (1, "BAD_PKEY_CNTR"), (2, "BAD_QKEY_CNTR"), (3, "RAW_MULTI"), (4, "AUTO_PATH_MIG"),
+    (5, "CHANGE_PHY_PORT"), (6, "UD_AV_PORT_ENFORCE"), (7, "CURR_QP_STATE_MOD"), (8, "SHUTDOWN_PORT"),
+    (9, "INIT_TYPE"), (10, "PORT_ACTIVE_EVENT"), (11, "SYS_IMAGE_GUID"), (12, "RC_RNR_NAK_GEN"), (13, "SRQ_RESIZE"),
+    (14, "N_NOTIFY_CQ"), (17, "MEM_WINDOW"), (18, "UD_IP_CSUM"), (20, "XRC"), (21, "MEM_MGT_EXTENSIONS"),
+    (23, "MEM_WINDOW_TYPE_2A"), (24, "MEM_WINDOW_TYPE_2B"), (25, "RC_IP_CSUM"), (26, "RAW_IP_CSUM"),
+    (29, "MANAGED_FLOW_STEERING"),
+)
+ODP_TRANSPORT = ((0, "SUPPORT_SEND"), (1, "SUPPORT_RECV"), (2, "SUPPORT_WRITE"), (3, "SUPPORT_READ"),
+                 (4, "SUPPORT_ATOMIC"), (5, "SUPPORT_SRQ"))
+RAW_PACKET_CAPS = ((0, "C-VLAN stripping offload"), (1, "Scatter FCS offload"), (2, "IP csum offload"),
+                   (3, "Delay drop"))
+FLAG_INDENT = "\t\t\t\t\t"
+
+
+def _flags(value: int, table: tuple[tuple[int, str], ...], hex_width: str = "X") -> list[str]:
+    out = [FLAG_INDENT + name for bit, name in table if value & (1 << bit)]
+    unknown = value & ~sum(1 << bit for bit, _ in table)
+    if unknown:
+        out.append(FLAG_INDENT + ("Unknown flags: 0x%" + hex_width) % unknown)
+    return out
+
+
+def _qp_types(qpts: int) -> list[str]:
+    out = []
+    if qpts & (1 << 8):  # IBV_QPT_RAW_PACKET = 8
+        out.append(FLAG_INDENT + "SUPPORT_RAW_PACKET")
+    if qpts & (1 << 4):  # IBV_QPT_UD = 4
+        out.append(FLAG_INDENT + "SUPPORT_UD")
+    return out
+
+
+def _verbose_device(c: dict) -> list[str]:
+    """The ``-v`` device block of devinfo.c (print_hca_cap, verbose branch), in its order."""
+    out = []
+    for label, key, fmt in VERBOSE_DEVICE_LINES:
+        if key in ("max_srq_wr", "max_srq_sge") and not c.get("max_srq"):
+            continue
+        out.append(label + fmt % c.get(key, 0))
+        if key == "device_cap_flags":
+            out += _flags(c.get(key, 0), DEVICE_CAP_FLAGS)
+    out.append("\tgeneral_odp_caps:")
+    out += _flags(c.get("odp_general", 0), ((0, "ODP_SUPPORT"), (1, "ODP_SUPPORT_IMPLICIT")))
+    for name in ("rc", "uc", "ud", "xrc"):
+        out.append(f"\t{name}_odp_caps:")
+        trans = c.get(f"odp_{name}", 0)
+        out += _flags(trans, ODP_TRANSPORT) if trans else [FLAG_INDENT + "NO SUPPORT"]
+    if c.get("completion_timestamp_mask"):
+        out.append("\tcompletion timestamp_mask:\t\t\t0x%016x" % c["completion_timestamp_mask"])
+    else:
+        out.append("\tcompletion_timestamp_mask not supported")
+    if c.get("hca_core_clock"):
+        out.append("\thca_core_clock:\t\t\t%dkHZ" % c["hca_core_clock"])
+    else:
+        out.append("\tcore clock not supported")
+    if c.get("raw_packet_caps"):
+        out.append("\traw packet caps:")
+        out += [FLAG_INDENT + name for bit, name in RAW_PACKET_CAPS if c["raw_packet_caps"] & (1 << bit)]
+    out.append("\tdevice_cap_flags_ex:\t\t0x%X" % c.get("device_cap_flags_ex", 0))
+    ex = c.get("device_cap_flags_ex", 0) & 0xFFFFFFFF00000000
+    out += _flags(ex, ((34, "RAW_SCATTER_FCS"), (36, "PCI_WRITE_END_PADDING")))  # IBV_DEVICE_* bits
+    out.append("\ttso_caps:")
+    out.append("\tmax_tso:\t\t\t%d" % c.get("max_tso", 0))
+    if c.get("max_tso"):
+        out.append("\tsupported_qp:")
+        out += _qp_types(c.get("tso_qpts", 0))
+    out.append("\trss_caps:")
+    out.append("\t\tmax_rwq_indirection_tables:\t\t\t%u" % c.get("max_rwq_indirection_tables", 0))
+    out.append("\t\tmax_rwq_indirection_table_size:\t\t\t%u" % c.get("max_rwq_indirection_table_size", 0))
+    out.append("\t\trx_hash_function:\t\t\t\t0x%x" % c.get("rx_hash_function", 0))
+    out.append("\t\trx_hash_fields_mask:\t\t\t\t0x%X" % c.get("rx_hash_fields_mask", 0))
+    if c.get("rss_qpts"):
+        out.append("\t\tsupported_qp:")
+        out += _qp_types(c["rss_qpts"])
+    out.append("\tmax_wq_type_rq:\t\t\t%u" % c.get("max_wq_type_rq", 0))
+    out.append("\tpacket_pacing_caps:")
+    out.append("\t\tqp_rate_limit_min:\t%ukbps" % c.get("qp_rate_limit_min", 0))
+    out.append("\t\tqp_rate_limit_max:\t%ukbps" % c.get("qp_rate_limit_max", 0))
+    if c.get("qp_rate_limit_max"):
+        out.append("\t\tsupported_qp:")
+        out += _qp_types(c.get("pacing_qpts", 0))
+    if c.get("max_num_tags"):
+        out.append("\tmax_rndv_hdr_size:\t\t%u" % c["max_rndv_hdr_size"])
+        out.append("\tmax_num_tags:\t\t\t%u" % c["max_num_tags"])
+        out.append("\tmax_ops:\t\t\t%u" % c["max_ops"])
+        out.append("\tmax_sge:\t\t\t%u" % c["tm_max_sge"])
+        out.append("\tflags:")
+        out.append(FLAG_INDENT + "IBV_TM_CAP_RC")
+    else:
+        out.append("\ttag matching not supported")
+    if c.get("max_cq_count") and c.get("max_cq_period"):
+        out += ["", "\tcq moderation caps:", "\t\tmax_cq_count:\t%u" % c["max_cq_count"],
+                "\t\tmax_cq_period:\t%u us" % c["max_cq_period"], ""]
+    if c.get("max_dm_size"):
+        out += ["\tmaximum available device memory:\t%dBytes" % c["max_dm_size"], ""]
+    return out
+
+
 def ibv_devinfo(hcas: list[dict], verbose: bool = False, port: int | None = None) -> str:
     """hcas: ``[{"hca_id", "transport" (int, 0 = InfiniBand), "fw_ver", "node_guid", "sys_image_guid",
     "vendor_id", "vendor_part_id", "hw_ver", "board_id", "ports": [{"port", "state", "max_mtu", "active_mtu",
@@ -99,9 +199,7 @@ def ibv_devinfo(hcas: list[dict], verbose: bool = False, port: int | None = None
             out.append(f"\tboard_id:\t\t\t{h['board_id']}")
         out.append("\tphys_port_cnt:\t\t\t%d" % len(h["ports"]))
         if verbose:
-            c = h["caps"]
-            for label, key, fmt in VERBOSE_DEVICE_LINES:
-                out.append(label + fmt % c.get(key, 0))
+            out += _verbose_device(h["caps"])
         for p in h["ports"]:
             if port is not None and p["port"] != port:
                 continue

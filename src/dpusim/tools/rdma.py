@@ -24,6 +24,12 @@ VERBOSE_CAPS = {  # model values for a ConnectX-7 class device (ibv_devinfo -v)
     "max_rdd": 0, "max_mw": 16777216, "max_raw_ipv6_qp": 0, "max_raw_ethy_qp": 0, "max_mcast_grp": 2097152,
     "max_mcast_qp_attach": 240, "max_total_mcast_qp_attach": 503316480, "max_ah": 2147483647, "max_fmr": 0,
     "max_srq": 8388608, "max_srq_wr": 32767, "max_srq_sge": 31, "max_pkeys": 128, "local_ca_ack_delay": 16,
+    "odp_general": 0x1, "odp_rc": 0x3F, "odp_uc": 0, "odp_ud": 0x1, "odp_xrc": 0x3F,
+    "completion_timestamp_mask": 0x7FFFFFFFFFFFFFFF, "hca_core_clock": 156250, "raw_packet_caps": 0xF,
+    "device_cap_flags_ex": 0x1421361C36, "max_tso": 262144, "tso_qpts": 1 << 8, "max_rwq_indirection_tables": 65536,
+    "max_rwq_indirection_table_size": 2048, "rx_hash_function": 0x1, "rx_hash_fields_mask": 0x800000FF,
+    "rss_qpts": 1 << 8, "max_wq_type_rq": 8388608, "qp_rate_limit_min": 1, "qp_rate_limit_max": 100000000,
+    "pacing_qpts": 1 << 8, "max_cq_count": 65535, "max_cq_period": 4095, "max_dm_size": 131072,
 }
 
 

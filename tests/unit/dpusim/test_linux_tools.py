@@ -259,6 +259,21 @@ def test_ibv_devinfo_ibdev2netdev_rdma(pair, capsys, monkeypatch):
     assert "PORT_DOWN (1)" in run(capsys, monkeypatch, host, "ibv_devinfo", "-d", "mlx5_1")[1]
 
 
+def test_ibv_devinfo_verbose_blocks(pair, capsys, monkeypatch):
+    with state.open_node(pair["host"]) as node:
+        linux_state.linux_runtime(node)["ipv4"] = {"ens1f0np0": ["10.0.0.1"]}
+    rc, out, _ = run(capsys, monkeypatch, pair["host"], "ibv_devinfo", "-v", "-d", "mlx5_0")
+    lines = out.splitlines()
+    assert rc == 0
+    flags = lines.index("\tdevice_cap_flags:\t\t0x21361c36")
+    assert lines[flags + 1:flags + 3] == ["\t\t\t\t\tBAD_PKEY_CNTR", "\t\t\t\t\tBAD_QKEY_CNTR"]
+    assert lines[lines.index("\tuc_odp_caps:") + 1] == "\t\t\t\t\tNO SUPPORT"
+    assert "\tdevice_cap_flags_ex:\t\t0x1421361C36" in lines and "\t\t\t\t\tRAW_SCATTER_FCS" in lines
+    assert "\t\t\tphys_state:\t\tLINK_UP (5)" in lines
+    assert "\t\t\tGID[  3]:\t\t::ffff:10.0.0.1, RoCE v2" in lines
+    assert not any("Unknown flags" in line for line in lines)
+
+
 def test_rdma_tools_see_nothing_when_the_card_is_missing(pair, capsys, monkeypatch):
     host = pair["host"]
     with state.open_node(host) as node:
