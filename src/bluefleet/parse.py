@@ -116,8 +116,11 @@ def main(argv: list[str] | None = None) -> int:
             f"cannot parse {kind} output: internal parser error {type(exc).__name__}: {exc} "
             "(this is a bug in bluefleet; please report it with the input)"
         )
-    json.dump(data, sys.stdout, indent=2, sort_keys=True)
-    sys.stdout.write("\n")
+    try:
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `bluefleet parse ... | head`: the reader left, that is not an error
+        sys.stderr.close()
     return 0
 
 

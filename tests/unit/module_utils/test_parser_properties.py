@@ -96,3 +96,16 @@ def test_mutated_fixture(kind, data):
             pos = data.draw(st.integers(0, len(text) - 1), label="pos")
             text = text[:pos] + data.draw(st.characters(), label="char") + text[pos + 1 :]
     _check(kind, text)
+
+
+ALL_BODIES = [
+    (f"{p.parent.name}/{p.stem}", strip_header(p.read_text(encoding="utf-8"))) for p in sorted(FIXTURES.glob("*/*.txt"))
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_other_fixture(kind):
+    """Each parser given every fixture of every kind (the wrong tool's output included): a dict or ParseError."""
+    assert ALL_BODIES
+    for _name, text in ALL_BODIES:
+        _check(kind, text)
