@@ -86,7 +86,7 @@ def _dev(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> str:
             handles = [args[1]]
         return render.dev_show(handles, as_json, pretty)
     if sub == "info":
-        devs = ls.devlink_info(node)
+        devs = [d for d in ls.devlink_info(node) if d["handle"] in _handles(node)]
         if len(args) > 1:
             _pci_of(node, args[1])
             devs = [d for d in devs if d["handle"] == args[1]]
@@ -182,7 +182,8 @@ def _param(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> st
 
 def _port(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> str:
     sub = args[0] if args else "show"
-    ports = ls.devlink_ports(node)
+    handles = _handles(node)
+    ports = [p for p in ls.devlink_ports(node) if p["handle"].rsplit("/", 1)[0] in handles]
     if sub in ("show", "list"):
         if len(args) > 1:
             ports = [p for p in ports if p["handle"] == args[1] or p.get("netdev") == args[1]]

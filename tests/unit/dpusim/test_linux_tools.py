@@ -280,6 +280,9 @@ def test_rdma_tools_see_nothing_when_the_card_is_missing(pair, capsys, monkeypat
         node.faults["device_missing"] = {}
     assert run(capsys, monkeypatch, host, "ibv_devinfo")[::2] == (255, "No IB devices found\n")
     assert run(capsys, monkeypatch, host, "ibdev2netdev")[1] == ""
+    assert run(capsys, monkeypatch, host, "devlink", "port")[:2] == (0, "")
+    assert run(capsys, monkeypatch, host, "devlink", "dev", "info")[:2] == (0, "")
+    assert run(capsys, monkeypatch, host, "ethtool", "-k", "ens1f0np0")[0] != 0
 
 
 def test_dpu_tools_fail_while_the_arm_is_down(pair, capsys, monkeypatch):
