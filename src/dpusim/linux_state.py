@@ -455,3 +455,34 @@ def gpus(node: state.Node) -> list[dict[str, Any]]:
                   "uuid": "GPU-%08x-0000-4000-8000-%012x" % (0x5a100000 + i, i)})
         out.append(g)
     return out
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+
+USAGE = "usage: python -m dpusim.linux_state gpus COUNT [--driver VERSION] [--cuda VERSION]   (DPUSIM_ROOT: a host)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dpusim.linux_state gpus COUNT [--driver V] [--cuda V]``: set a host node's GPU inventory."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 2 or args[0] != "gpus" or not args[1].isdigit():
+        print(USAGE, file=sys.stderr)
+        return 2
+    opts = dict(zip(args[2::2], args[3::2], strict=False))
+    unknown = set(opts) - {"--driver", "--cuda"}
+    if unknown or len(args[2:]) % 2:
+        print(USAGE, file=sys.stderr)
+        return 2
+    try:
+        with state.open_node() as node:
+            configure_gpus(node, int(args[1]), opts.get("--driver"), opts.get("--cuda"))
+    except (state.StateError, LinuxStateError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

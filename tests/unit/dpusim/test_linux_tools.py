@@ -312,6 +312,17 @@ def test_nvidia_smi_host(pair, capsys, monkeypatch):
     assert run(capsys, monkeypatch, host, "nvidia-smi")[:2] == (6, "No devices were found\n")
 
 
+def test_gpu_inventory_cli(pair, capsys, monkeypatch):
+    monkeypatch.setenv("DPUSIM_ROOT", str(pair["host"]))
+    assert linux_state.main(["gpus", "2", "--driver", "535.129.03", "--cuda", "12.2"]) == 0
+    _, out, _ = run(capsys, monkeypatch, pair["host"], "nvidia-smi")
+    assert "Driver Version: 535.129.03" in out and sum("NVIDIA H100" in line for line in out.splitlines()) == 2
+    monkeypatch.setenv("DPUSIM_ROOT", str(pair["dpu"]))
+    assert linux_state.main(["gpus", "2"]) == 1
+    assert "GPUs belong to a host node" in capsys.readouterr().err
+    assert linux_state.main(["gpus", "x"]) == 2
+
+
 def test_modprobe_peermem_lsmod_sysfs_and_reboot(pair, capsys, monkeypatch):
     host = pair["host"]
     version = host / "sys/kernel/mm/memory_peers/nv_mem/version"
