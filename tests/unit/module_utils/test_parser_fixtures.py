@@ -12,6 +12,7 @@ A kind registered by a parser with no fixture fails ``test_every_kind_has_a_fixt
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,15 @@ def _pad_trailing(text):
     return "\n".join(line + "   " if line.strip() else line for line in text.split("\n"))
 
 
+_EIGHT_SPACES = re.compile(r"^((?:        )+)")
+
+
+def _leading_tabs(text):
+    """The reverse of a copy that expanded tabs: each leading run of 8 spaces becomes a tab (``unexpand``)."""
+    lines = text.split("\n")
+    return "\n".join(_EIGHT_SPACES.sub(lambda m: "\t" * (len(m.group(1)) // 8), line) for line in lines)
+
+
 VARIANTS = {
     "as-stored": lambda text: text,
     "crlf": lambda text: text.replace("\n", "\r\n"),
@@ -54,6 +64,7 @@ VARIANTS = {
     "trailing-space-stripped": _strip_trailing,
     "trailing-space-added": _pad_trailing,
     "tabs-expanded": lambda text: text.expandtabs(8),
+    "leading-tabs": _leading_tabs,
 }
 
 
@@ -61,8 +72,8 @@ def _cases():
     cases = []
     for path in _fixture_files():
         body = _body(path)
-        for name in VARIANTS:
-            if name == "tabs-expanded" and "\t" not in body:
+        for name, variant in VARIANTS.items():
+            if name in ("tabs-expanded", "leading-tabs") and variant(body) == body:
                 continue  # the same text as "as-stored": not a separate case
             cases.append(pytest.param(path, name, id=f"{path.parent.name}/{path.stem}[{name}]"))
     return cases
