@@ -37,7 +37,7 @@ def _parse_requests(args: list[str]) -> list[tuple[str, bool]]:
     while i < len(args):
         name = args[i]
         if i + 1 >= len(args) or args[i + 1] not in ("on", "off"):
-            value = args[i + 1] if i + 1 < len(args) else ""
+            value = args[i + 1] if i + 1 < len(args) else "(null)"  # real ethtool 6.1 prints (null) here
             raise ToolExit(f"ethtool (-K): flag '{value}' for parameter '(null)' is not followed by 'on' or 'off'",
                            rc=1, stream="stderr")
         reqs.append((name, args[i + 1] == "on"))
