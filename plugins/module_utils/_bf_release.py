@@ -79,6 +79,7 @@ def parse_bfver(text):
     lines = split_lines(text)
     versions = {}
     devices = []
+    other = {}
     for index, raw in enumerate(lines):
         line = raw.strip()
         if not line:
@@ -91,6 +92,10 @@ def parse_bfver(text):
             label = " ".join(match.group("label").split())
             versions[label] = match.group("value") or None
             continue
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not key.strip().startswith("-"):
+            other[key.strip()] = value.strip()  # a line a newer bfver may add; kept, not guessed at
+            continue
         raise ParseError(kind, "expected '--<device>' or '<component> version: <value>'", index + 1, raw)
     if not versions:
         raise no_structure(kind, lines, "'BlueField ATF version: ...' lines")
@@ -102,6 +107,7 @@ def parse_bfver(text):
         "bsp_version": versions.get("BSP"),
         "os_release_version": versions.get("OS Release"),
         "versions": versions,
+        "other": other,
     }
 
 
