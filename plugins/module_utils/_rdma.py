@@ -170,19 +170,24 @@ def parse_show_gids(text):
 # rdma link show
 # ---------------------------------------------------------------------------------------------
 
-_RDMA_LINK_RE = re.compile(r"^\s*(?:\d+/\d+:\s+)?link\s+(?P<ibdev>[^\s/]+)/(?P<port>\d+)(?P<rest>(?:\s.*)?)$")
+_RDMA_LINK_RE = re.compile(
+    r"^(?:link\s+|\d+/\d+:\s+)(?P<ibdev>[^\s/]+)/(?P<port>\d+):?(?P<rest>(?:\s.*)?)$"
+)
 
 
 def parse_rdma_link(text):
-    """``link DEV/PORT key value ...`` lines (iproute2 rdma); other lines (``rdma dev`` output) ignored.
+    """One line per port (iproute2 rdma/link.c); other lines (``rdma dev`` output, ``caps:``) ignored.
 
-    Older iproute2 prefixes the line with ``<ifindex>/<port>: `` (kept optional here).
+    Current iproute2 prints ``link DEV/PORT key value ...`` (corpus sample); the first releases
+    (rdma/link.c link_parse_cb, read at iproute2/iproute2@17678d3059ade722eeab4e4f51d50445b87c0a61)
+    printed ``IFINDEX/PORT: DEV/PORT: key value ...``. Keys in both: subnet_prefix, lid, sm_lid, lmc,
+    state, physical_state, netdev[, netdev_index with -d].
     """
     kind = "rdma-link"
     lines = split_lines(text)
     links = []
     for number, line in enumerate(lines, 1):
-        match = _RDMA_LINK_RE.match(line)
+        match = _RDMA_LINK_RE.match(line.strip())
         if not match:
             continue
         tokens = match.group("rest").split()
@@ -191,7 +196,8 @@ def parse_rdma_link(text):
         if len(tokens) % 2:
             raise ParseError(kind, "attributes are not 'key value' pairs", number, line)
         for i in range(0, len(tokens), 2):
-            link[tokens[i]] = to_int(tokens[i + 1]) if tokens[i] in ("lid", "sm_lid", "lmc") else tokens[i + 1]
+            numeric = tokens[i] in ("lid", "sm_lid", "lmc", "netdev_index")
+            link[tokens[i]] = to_int(tokens[i + 1]) if numeric else tokens[i + 1]
         links.append(link)
     if not links and any(line.strip() for line in lines):
         _first_text_line(kind, lines, "no 'link DEV/PORT ...' line (rdma link show output expected)")
