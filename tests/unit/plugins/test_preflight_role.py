@@ -1,0 +1,47 @@
+"""roles/preflight: argument spec equals defaults; phases tagged; the facts phase calls both modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from ansible_collections.bluefleet.dpu.plugins.modules import dpu_info, gpu_info
+
+ROLE = Path(__file__).resolve().parents[3] / "roles" / "preflight"
+
+
+def _load(*parts):
+    return yaml.safe_load((ROLE.joinpath(*parts)).read_text(encoding="utf-8"))
+
+
+def test_argument_spec_equals_defaults():
+    defaults = _load("defaults", "main.yml")
+    options = _load("meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert set(options) == set(defaults)
+    for name, spec in options.items():
+        assert spec["default"] == defaults[name], name
+        assert spec.get("description"), name
+
+
+def test_filter_choices_follow_the_modules():
+    options = _load("meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert options["preflight_dpu_info_filter"]["choices"] == list(dpu_info.SECTIONS)
+    assert options["preflight_gpu_info_filter"]["choices"] == list(gpu_info.SECTIONS)
+
+
+def test_main_only_includes_tagged_phases():
+    tasks = _load("tasks", "main.yml")
+    assert [t["ansible.builtin.import_tasks"] for t in tasks] == ["pairing.yml", "facts.yml"]
+    for task in tasks:
+        assert set(task) == {"name", "ansible.builtin.import_tasks", "when", "tags"}
+        assert "preflight" in task["tags"]
+
+
+def test_facts_phase_sets_both_facts_and_gpu_info_only_on_gpu_hosts():
+    tasks = _load("tasks", "facts.yml")
+    by_module = {next(k for k in t if k.startswith(("bluefleet.", "ansible."))): t for t in tasks}
+    assert "bluefleet.dpu.dpu_info" in by_module and "when" not in by_module["bluefleet.dpu.dpu_info"]
+    assert "gpu_hosts" in by_module["bluefleet.dpu.gpu_info"]["when"]
+    set_facts = [t for t in tasks if "ansible.builtin.set_fact" in t]
+    assert [next(iter(t["ansible.builtin.set_fact"])) for t in set_facts] == ["bluefleet_dpu_info",
+                                                                              "bluefleet_gpu_info"]
