@@ -83,6 +83,17 @@ def twin(tmp_path, monkeypatch):
     os.environ.pop("DPUSIM_ROOT", None)
 
 
+@pytest.fixture
+def corpus_sample(corpus_dir):
+    """``corpus_sample("mst/x.txt")`` -> (body after the '# ---' header, confidence string)."""
+
+    def load(rel: str) -> tuple[str, str]:
+        path = corpus_dir / rel
+        return body_of(path), confidence_of(path)
+
+    return load
+
+
 def body_of(path: Path) -> str:
     """A corpus sample without its provenance header (everything up to the '# ---' line)."""
     text = path.read_text(encoding="utf-8")
