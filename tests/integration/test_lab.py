@@ -210,3 +210,12 @@ def test_up_with_fewer_pairs_shrinks_the_lab(engine, clean_lab, tmp_path):
     res = resources()
     assert res["containers"] == ["bft-node1", "bft-node1-dpu"] and res["volumes"] == ["bft-node1-card"], res
     assert "bft-node2" not in Path(inv).read_text()
+
+
+@pytest.mark.docker
+def test_failure_half_way_removes_a_new_lab(engine, clean_lab):
+    """A step that fails after the first containers exist (here: the DPU image is missing) leaves nothing."""
+    topo = Topology(PREFIX, 1)
+    with pytest.raises(lab_images.LabError, match="docker run|bft-node1-dpu"):
+        lab_wiring.bring_up(topo, engine.gpu_host, "bluefleet/dpu:missing-on-purpose")
+    assert not any(resources().values()), resources()
