@@ -55,11 +55,11 @@ def test_stdin_dash_and_default(capsys, monkeypatch):
 
 
 def test_unparseable_is_exit_2_one_line_naming_kind_and_line(capsys, monkeypatch):
-    text = b"primary: /dev/mmcblk0boot1\nthis is not bfver\n"
+    text = b"BlueField ATF version: v2.2\nthis is not bfver\n"
     rc, out, err = _run(capsys, ["bfver", "-"], stdin=text, monkeypatch=monkeypatch)
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and err.endswith("\n")
-    assert "bfver" in err and "line 1" in err and "primary: /dev/mmcblk0boot1" in err
+    assert "bfver" in err and "line 2" in err and "this is not bfver" in err
     assert "Traceback" not in err
 
 
