@@ -356,3 +356,37 @@ def test_lspci_lists_the_card_and_gpus(pair, capsys, monkeypatch):
     assert out == "0000:18:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)\n"
     _, out, _ = run(capsys, monkeypatch, pair["dpu"], "lspci", "-n", "-s", "03:00.1")
     assert out == "03:00.1 0200: 15b3:a2dc (rev 01)\n"
+
+
+@pytest.mark.parametrize(("role", "argv", "rc", "message"), [
+    ("dpu", ["devlink", "dev", "eswitch", "set"], 1, 'Device identification ("bus_name/dev_name") expected.'),
+    ("dpu", ["devlink", "dev", "param", "set", "pci/0000:03:00.0", "name"], 1, 'option "name" needs a value'),
+    ("dpu", ["devlink", "dev", "param", "set", "pci/0000:03:00.0", "name", "enable_roce", "cmode", "driverinit"],
+     1, 'Option "value" is mandatory'),
+    ("dpu", ["devlink", "dev", "param", "set", "pci/0000:03:00.0", "name", "enable_roce", "value", "yes", "cmode",
+             "driverinit"], 1, "Value type not supported"),
+    ("dpu", ["devlink", "port", "function", "set"], 1, "Port identification"),
+    ("dpu", ["devlink", "-j", "health"], 1, 'Object "health" not found'),
+    ("dpu", ["devlink", "dev", "reload", "pci/0000:03:00.0"], 1, 'Command "reload" not found'),
+    ("host", ["mlnx_qos", "-i", "ens1f0np0", "--pfc", "a,b,c,d,e,f,g,h"], 1, "Bad value for PFC"),
+    ("host", ["mlnx_qos", "-i", "ens1f0np0", "-s", "ets,foo,ets,ets,ets,ets,ets,ets"], 1, "Bad TSA value"),
+    ("host", ["mlnx_qos", "-i", "ens1f0np0", "--dscp2prio", "set,99,1"], 1,
+     "Invalid dscp2prio command. Refer to the help."),
+    ("host", ["mlnx_qos", "-i", "ens1f0np0", "--trust", "vlan"], 1, "Invalid trust state command. Refer to the help."),
+    ("host", ["mlnx_qos", "-i", "ens1f0np0", "--defltprio", "set,3"], 1, "--defltprio is not modelled"),
+    ("host", ["mlnx_qos", "-i", "ens1f0np0", "--bogus"], 2, "mlnx_qos: error:"),
+    ("host", ["mlnx_qos", "-i", "ens1f0np0", "-d", "maybe"], 1, "Invalid dcbx mode command. Refer to the help."),
+    ("host", ["cma_roce_tos", "-d", "mlx5_0", "-t", "abc"], 1, "integer expression expected"),
+    ("host", ["ibv_devinfo", "-x"], 255, "Usage: ibv_devinfo"),
+    ("host", ["ibv_devinfo", "-i", "0"], 1, "Usage: ibv_devinfo"),
+    ("host", ["ibv_devinfo", "-d", "mlx5_0", "-i", "2"], 4, "Invalid port requested for device"),
+    ("host", ["ibdev2netdev", "-x"], 255, "ibdev2netdev <options>"),
+    ("host", ["rdma", "resource"], 1, "the twin answers 'rdma link"),
+    ("host", ["rdma", "dev", "show", "mlx5_7"], 1, "Wrong device name"),
+    ("host", ["nvidia-smi", "-x", "-q"], 2, "the twin answers the default table"),
+    ("dpu", ["ethtool", "-K", "p0", "no-such-feature", "on"], 92, "netlink error: bit name not found (offset 52)"),
+])
+def test_bad_invocations_fail_clearly(pair, capsys, monkeypatch, role, argv, rc, message):
+    got_rc, out, err = run(capsys, monkeypatch, pair[role], argv[0], *argv[1:])
+    assert got_rc == rc
+    assert message in out + err
