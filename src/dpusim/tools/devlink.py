@@ -19,6 +19,14 @@ NAMES = ("devlink",)
 ESW_MODES = ("legacy", "switchdev")
 INLINE_MODES = ("none", "link", "network", "transport")
 ENCAP_MODES = ("none", "basic")
+# Messages as the real devlink (iproute2 6.1) prints them.
+DEV_EXPECTED = 'Devlink identification ("bus_name/dev_name") expected'
+PORT_EXPECTED = 'Port identification ("bus_name/dev_name/port_index" or "netdev ifname") expected.'
+MISSING_VALUE = {"name": "Parameter name expected.", "value": "Value to set expected.",
+                 "cmode": "Configuration mode expected.", "mode": "E-Switch mode option expected.",
+                 "inline-mode": "E-Switch inline-mode option expected.",
+                 "encap-mode": "E-Switch encapsulation option expected."}
+CMODES = ("runtime", "driverinit", "permanent")
 USAGE = ("Usage: devlink [ OPTIONS ] OBJECT { COMMAND | help }\n"
          "where  OBJECT := { dev | port | param | info | health | resource | region | trap | rate }\n"
          "       OPTIONS := { -V[ersion] | -n[o-nice-names] | -j[son] | -p[retty] | -v[erbose] -s[tatistics] }\n")
@@ -53,14 +61,16 @@ def _opts(argv: list[str]) -> tuple[bool, bool, list[str]]:
     return as_json, pretty, rest
 
 
-def _kv(args: list[str], allowed: tuple[str, ...], what: str) -> dict[str, str]:
-    if len(args) % 2:
-        raise ToolExit(f"{what}: option \"{args[-1]}\" needs a value", rc=1, stream="stderr")
+def _kv(args: list[str], allowed: tuple[str, ...]) -> dict[str, str]:
     out = {}
-    for key, value in zip(args[::2], args[1::2], strict=True):
+    for i in range(0, len(args), 2):
+        key = args[i]
         if key not in allowed:
             raise ToolExit(f"Unknown option \"{key}\"", rc=1, stream="stderr")
-        out[key] = value
+        if i + 1 >= len(args):
+            raise ToolExit(MISSING_VALUE.get(key, "Command line is not complete. Try option \"help\""), rc=1,
+                           stream="stderr")
+        out[key] = args[i + 1]
     return out
 
 
@@ -109,12 +119,11 @@ def _eswitch(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> 
         return render.eswitch_show(devs, as_json, pretty)
     if sub == "set":
         if len(args) < 2:
-            raise ToolExit("Device identification (\"bus_name/dev_name\") expected.", rc=1, stream="stderr")
+            raise ToolExit(DEV_EXPECTED, rc=1, stream="stderr")
         pci = _pci_of(node, args[1])
-        opts = _kv(args[2:], ("mode", "inline-mode", "encap-mode"), "eswitch set")
+        opts = _kv(args[2:], ("mode", "inline-mode", "encap-mode"))
         if not opts:
-            raise ToolExit("At least one of \"mode\", \"inline-mode\" or \"encap-mode\" is expected.", rc=1,
-                           stream="stderr")
+            raise ToolExit("Need to set at least one option", rc=1, stream="stderr")
         values = {}
         if "mode" in opts:
             if opts["mode"] not in ESW_MODES:
@@ -126,11 +135,11 @@ def _eswitch(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> 
             values["mode"] = opts["mode"]
         if "inline-mode" in opts:
             if opts["inline-mode"] not in INLINE_MODES:
-                raise ToolExit(f"Unknown inline mode \"{opts['inline-mode']}\"", rc=1, stream="stderr")
+                raise ToolExit(f"Unknown eswitch inline mode \"{opts['inline-mode']}\"", rc=1, stream="stderr")
             values["inline_mode"] = opts["inline-mode"]
         if "encap-mode" in opts:
             if opts["encap-mode"] not in ENCAP_MODES:
-                raise ToolExit(f"Unknown encap mode \"{opts['encap-mode']}\"", rc=1, stream="stderr")
+                raise ToolExit(f"Unknown eswitch encap mode \"{opts['encap-mode']}\"", rc=1, stream="stderr")
             values["encap_mode"] = opts["encap-mode"]
         ls.set_eswitch(node, pci, values)
         return ""
@@ -145,7 +154,7 @@ def _param(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> st
         if len(args) > 1:
             _pci_of(node, args[1])
             handles = [args[1]]
-            opts = _kv(args[2:], ("name",), "param show")
+            opts = _kv(args[2:], ("name",))
             name = opts.get("name")
         data = []
         for h in handles:
@@ -158,12 +167,14 @@ def _param(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> st
         return render.param_show(data, as_json, pretty)
     if sub == "set":
         if len(args) < 2:
-            raise ToolExit("Device identification (\"bus_name/dev_name\") expected.", rc=1, stream="stderr")
+            raise ToolExit(DEV_EXPECTED, rc=1, stream="stderr")
         pci = _pci_of(node, args[1])
-        opts = _kv(args[2:], ("name", "value", "cmode"), "param set")
+        opts = _kv(args[2:], ("name", "value", "cmode"))
         for key in ("name", "value", "cmode"):
             if key not in opts:
-                raise ToolExit(f"Option \"{key}\" is mandatory", rc=1, stream="stderr")
+                raise ToolExit(MISSING_VALUE[key], rc=1, stream="stderr")
+        if opts["cmode"] not in CMODES:
+            raise ToolExit(f"Unknown configuration mode \"{opts['cmode']}\"", rc=1, stream="stderr")
         params = {p["name"]: p for p in ls.devlink_params(node, pci)}
         param = params.get(opts["name"])
         if param is None:
@@ -192,12 +203,11 @@ def _port(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> str
         return render.port_show(ports, as_json, pretty)
     if sub == "function" and len(args) >= 2 and args[1] == "set":
         if len(args) < 3:
-            raise ToolExit("Port identification (\"bus_name/dev_name/port_index\") expected.", rc=1,
-                           stream="stderr")
+            raise ToolExit(PORT_EXPECTED, rc=1, stream="stderr")
         match = [p for p in ports if p["handle"] == args[2]]
         if not match:
             raise ToolExit("kernel answers: No such device", rc=1, stream="stderr")
-        opts = _kv(args[3:], ("state", "hw_addr", "roce"), "port function set")
+        opts = _kv(args[3:], ("state", "hw_addr", "roce"))
         if set(opts) != {"state"}:
             raise ToolExit("kernel answers: Operation not supported", rc=1, stream="stderr")
         if opts["state"] not in ("active", "inactive"):

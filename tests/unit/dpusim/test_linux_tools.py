@@ -359,13 +359,19 @@ def test_lspci_lists_the_card_and_gpus(pair, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize(("role", "argv", "rc", "message"), [
-    ("dpu", ["devlink", "dev", "eswitch", "set"], 1, 'Device identification ("bus_name/dev_name") expected.'),
-    ("dpu", ["devlink", "dev", "param", "set", "pci/0000:03:00.0", "name"], 1, 'option "name" needs a value'),
+    ("dpu", ["devlink", "dev", "eswitch", "set"], 1, 'Devlink identification ("bus_name/dev_name") expected'),
+    ("dpu", ["devlink", "dev", "param", "set", "pci/0000:03:00.0", "name"], 1, "Parameter name expected."),
     ("dpu", ["devlink", "dev", "param", "set", "pci/0000:03:00.0", "name", "enable_roce", "cmode", "driverinit"],
-     1, 'Option "value" is mandatory'),
+     1, "Value to set expected."),
     ("dpu", ["devlink", "dev", "param", "set", "pci/0000:03:00.0", "name", "enable_roce", "value", "yes", "cmode",
              "driverinit"], 1, "Value type not supported"),
-    ("dpu", ["devlink", "port", "function", "set"], 1, "Port identification"),
+    ("dpu", ["devlink", "port", "function", "set"], 1,
+     'Port identification ("bus_name/dev_name/port_index" or "netdev ifname") expected.'),
+    ("dpu", ["devlink", "dev", "param", "set", "pci/0000:03:00.0", "name", "enable_roce", "value", "true", "cmode",
+             "boot"], 1, 'Unknown configuration mode "boot"'),
+    ("dpu", ["devlink", "dev", "eswitch", "set", "pci/0000:03:00.0"], 1, "Need to set at least one option"),
+    ("dpu", ["devlink", "dev", "eswitch", "set", "pci/0000:03:00.0", "inline-mode", "l2"], 1,
+     'Unknown eswitch inline mode "l2"'),
     ("dpu", ["devlink", "-j", "health"], 1, 'Object "health" not found'),
     ("dpu", ["devlink", "dev", "reload", "pci/0000:03:00.0"], 1, 'Command "reload" not found'),
     ("host", ["mlnx_qos", "-i", "ens1f0np0", "--pfc", "a,b,c,d,e,f,g,h"], 1, "Bad value for PFC"),
