@@ -9,8 +9,9 @@ A device line is ``[DOMAIN:]BUS:DEV.FN CLASS[ [CCCC]]: DESCRIPTION[ [VVVV:DDDD]]
 Bracketed names such as ``[ConnectX-4 Virtual Function]`` are part of the description; only
 ``[xxxx:xxxx]`` (hex) is read as the ids.
 
-Indented lines after a device (``-v``/``-vv``) are read for a few useful facts (Subsystem,
-Physical Slot, NUMA node, the Vital Product Data); the rest of them are ignored.
+Indented lines after a device (``-v``/``-vv``/``-k``) are read for a few useful facts (Subsystem,
+Physical Slot, NUMA node, Kernel driver in use, Kernel modules, the Vital Product Data); the rest
+of them are ignored.
 Empty text is no devices (``lspci | grep`` that matched nothing).
 """
 
@@ -83,6 +84,10 @@ def _detail(device, line):
         device["physical_slot"] = value
     elif key == "NUMA node":
         device["numa_node"] = to_int(value)
+    elif key == "Kernel driver in use":
+        device["kernel_driver"] = value
+    elif key == "Kernel modules":
+        device["kernel_modules"] = [name.strip() for name in value.split(",") if name.strip()]
     elif key == "Product Name":
         device.setdefault("vpd", {})["product_name"] = value
 

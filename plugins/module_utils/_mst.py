@@ -48,6 +48,8 @@ def _row(tokens, line_no, line):
     rest = tokens[3:]
     if rest and _NUMA_RE.match(rest[-1]):
         device["numa"] = int(rest.pop())
+    elif len(rest) > 1 and rest[-1] in ("NA", "N/A", "-"):
+        rest.pop()  # NUMA printed as unknown; numa stays null
     for token in rest:
         if token.startswith("net-") or "," in token:
             device["net"].extend(part[4:] if part.startswith("net-") else part for part in token.split(",") if part)

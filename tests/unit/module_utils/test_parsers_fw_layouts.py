@@ -231,3 +231,20 @@ def test_another_tools_output_is_refused(kind, other):
     folder, name = other.split("/")
     with pytest.raises(ParseError):
         parse(kind, body(folder, name))
+
+
+def test_mst_numa_printed_as_na():
+    row = "mlx5_5" + " " * 50 + "0"
+    text = body("mst-status", "cx7-mst-status-v-container-ocp")
+    assert row in text
+    text = text.replace(row, row[:-1] + "NA")
+    device = parse("mst-status", text)["devices"][0]
+    assert (device["rdma"], device["net"], device["numa"]) == ("mlx5_5", [], None)
+
+
+def test_lspci_k_driver_lines():
+    # pciutils: lspci -k prints "\tKernel driver in use: X" and "\tKernel modules: A, B" under the device
+    text = body("lspci", "bf3-host-lspci-grep-bluefield-3").split("\n")
+    text.insert(1, "\tKernel driver in use: mlx5_core\n\tKernel modules: mlx5_core")
+    device = parse("lspci", "\n".join(text))["devices"][0]
+    assert device["kernel_driver"] == "mlx5_core" and device["kernel_modules"] == ["mlx5_core"]
