@@ -313,3 +313,45 @@ def test_rshim_misc_writes(twin):
     t.cli("rshim", "write", "SW_RESET", "1")
     assert "DPU is ready" in t.cli("rshim", "cat")[1]
     assert "DPU is ready" not in t.cli("rshim", "cat")[1], "CLEAR_ON_READ empties the log"
+
+
+def test_nic_mode_bfb_install_and_host_reboot(twin, tmp_path):
+    pair = tmp_path / "pair"
+    host = twin("bluefield3", role="host", card_dir=pair, name="host")
+    dpu = twin("bluefield3", role="dpu", card_dir=pair, name="dpu")
+    host.run("mlxconfig", "-d", "e2:00.0", "-y", "set", "INTERNAL_CPU_OFFLOAD_ENGINE=1")
+    host.cli("reboot")
+    assert "BF_MODE         DPU mode\n" in host.cli("rshim", "cat")[1], "a host reboot does not change the mode"
+    host.cli("power-cycle")
+    assert "BF_MODE         NIC mode\n" in host.cli("rshim", "cat")[1]
+    host.run("mlxconfig", "-d", "e2:00.0", "-y", "set", "NUM_OF_VFS=2")
+    host.cli("reboot")
+    assert mlx_e(host, "e2:00.0", "NUM_OF_VFS")[1] == "2", "in NIC mode a host reboot reloads the firmware"
+    bfb = images.make_image("bfb", "bluefield3", "2.9.2-31_25.02", tmp_path / "b.bfb")
+    rc, out, _ = host.run("bfb-install", "-r", "rshim0", "-b", str(bfb))
+    assert rc == 0
+    assert out.startswith("/dev/rshim0 (e2:00) is in NIC mode\nPushing bfb ")
+    assert out.endswith(" INFO[MISC]: In Enhanced NIC mode\n")
+    assert dpu.run("bfver")[1].endswith("bf-bundle-2.9.2-31_25.02_ubuntu-22.04_prod\n")
+
+
+def test_privhost_tracer_waits_for_fw_reset(twin):
+    t = twin("bluefield3", role="dpu")
+    t.run("mlxprivhost", "-d", DEV, "--disable_tracer", "--disable_port_owner", "r")
+    _, out, _ = t.run("mlxprivhost", "-d", DEV, "q")
+    assert "disable_tracer                : FALSE\n" in out and "disable_port_owner            : TRUE\n" in out
+    t.run("mlxfwreset", "-d", DEV, "-l", "3", "-y", "r")
+    assert "disable_tracer                : TRUE\n" in t.run("mlxprivhost", "-d", DEV, "q")[1]
+
+
+def test_bfb_install_argument_errors(twin, tmp_path):
+    t = twin("bluefield3")
+    assert t.run("bfb-install", "--rshim", "rshim0") == (1, "Error: Need to provide either bfb or pldm file.\n", "")
+    rc, out, _ = t.run("bfb-install", "--rshim", "rshim0", "--bfb", str(tmp_path / "none.bfb"))
+    assert (rc, out) == (1, "Error: %s not found.\n" % (tmp_path / "none.bfb"))
+    bfb = images.make_image("bfb", "bluefield3", "2.9.2", tmp_path / "b.bfb")
+    rc, out, _ = t.run("bfb-install", "--rshim", "rshim7", "--bfb", str(bfb))
+    assert (rc, out) == (1, "Error: /dev/rshim7 is not a valid rshim device.\n")
+    dpu = twin("bluefield3", role="dpu")
+    assert dpu.run("bfb-install", "--rshim", "rshim0", "--bfb", str(bfb))[0] == 1, "no rshim on the Arm side"
+    assert t.run("bfver") == (127, "", "bfver: command not found\n")
