@@ -211,6 +211,7 @@ def _port(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> str
         if set(opts) != {"state"}:
             raise ToolExit("kernel answers: Operation not supported", rc=1, stream="stderr")
         if opts["state"] not in ("active", "inactive"):
+            # not verified against iproute2 (the 6.1 binary has no such string): a bad state is refused here
             raise ToolExit(f"Unknown state \"{opts['state']}\"", rc=1, stream="stderr")
         if match[0].get("flavour") != "pcipf":
             raise ToolExit("kernel answers: Operation not supported", rc=1, stream="stderr")
