@@ -25,7 +25,7 @@ TSA_NAMES = ("strict", "ets", "vendor")
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # optparse's wording (mlnx_qos uses optparse): usage + error, exit status 2
         if message.startswith("unrecognized arguments: "):
-            message = "no such option: " + message.split(": ", 1)[1].split()[0]
+            message = "no such option: " + message.split(": ", 1)[1].split(maxsplit=1)[0]
         elif message.endswith("expected one argument"):
             message = message.split()[1].split("/")[-1].rstrip(":") + " option requires 1 argument"
         raise ToolExit(USAGE + "\nmlnx_qos: error: " + message, rc=2, stream="stderr")
