@@ -10,9 +10,11 @@ quote names (``Bridge "br-int"``); quotes are removed. The tree is rebuilt from 
 unknown record kinds (Manager, Controller ...) are kept under their parent without breaking it.
 
 ``dpctl/dump-flows`` (verbatim samples ``shared/corpus/ovs/*dump-flows*``): one flow per line,
-``[ufid:U, ]MATCH, packets:N, bytes:N, used:T[, flags:F][, offloaded:yes|partial, dp:tc|ovs], actions:A``;
-the ``offloaded``/``dp`` fields exist only with ``-m``. ``offloaded`` is True for ``yes``, False for
-``partial`` (only the match is in hardware) and None when the line does not say (non-verbose form).
+``[ufid:U, ]MATCH, packets:N, bytes:N, used:T[, flags:F][, offloaded:yes|partial, dp:tc|ovs|dpdk], actions:A``
+and, on the userspace (netdev/DPDK) datapath, ``, dp-extra-info:miniflow_bits(X,Y)`` after the actions
+(public OVS-DPDK sample in the fixtures); the ``offloaded``/``dp`` fields exist only with ``-m``.
+``offloaded`` is True for ``yes``, False for ``partial`` (only the match is in hardware) and None
+when the line does not say (non-verbose form).
 """
 
 from __future__ import annotations
@@ -116,11 +118,48 @@ def parse_vsctl_show(text):
     return result
 
 
-_FLOW_RE = re.compile(
-    r"^(?:ufid:(?P<ufid>[0-9a-fA-F-]+),\s*)?(?P<match>.*?),\s*packets:(?P<packets>\d+),\s*bytes:(?P<bytes>\d+),"
-    r"\s*used:(?P<used>[^,\s]+)(?:,\s*flags:(?P<flags>[^,\s]*))?(?:,\s*offloaded:(?P<offloaded>[a-z]+))?"
-    r"(?:,\s*dp:(?P<dp>[a-z_-]+))?,\s*actions:(?P<actions>.*?)\s*$"
-)
+_FLOW_HEAD_RE = re.compile(r"^(?:ufid:(?P<ufid>[0-9a-fA-F-]+),\s*)?(?P<match>.*?),\s*packets:(?P<stats>.*)$")
+_EXTRA_RE = re.compile(r",\s*dp-extra-info:(?P<extra>\S+)\s*$")
+_STAT_RE = re.compile(r"^(?P<key>[a-z_-]+):(?P<value>\S*)$")
+
+
+def _flow(line):
+    """One flow line as a dict, or None when the line is not a flow.
+
+    ``MATCH, packets:N, bytes:N[, other:N ...], used:T[, flags:F][, offloaded:S, dp:D], actions:A
+    [, dp-extra-info:X]``: the statistics are read as ``key:value`` fields between the match and
+    ``actions:`` (the userspace datapath appends ``dp-extra-info`` after the actions).
+    """
+    head = _FLOW_HEAD_RE.match(line)
+    if not head or ", actions:" not in head.group("stats") and not head.group("stats").startswith("actions:"):
+        return None
+    stats_text, _, actions = ("packets:" + head.group("stats")).partition(", actions:")
+    extra = _EXTRA_RE.search(actions)
+    if extra:
+        actions = actions[: extra.start()]
+    stats = {}
+    for field in stats_text.split(","):
+        pair = _STAT_RE.match(field.strip())
+        if not pair:
+            return None
+        stats[pair.group("key")] = pair.group("value")
+    packets, nbytes = to_int(stats.get("packets", "")), to_int(stats.get("bytes", ""))
+    if not isinstance(packets, int) or not isinstance(nbytes, int) or "used" not in stats:
+        return None
+    state = stats.get("offloaded")
+    return {
+        "ufid": head.group("ufid"),
+        "match": head.group("match"),
+        "packets": packets,
+        "bytes": nbytes,
+        "used": stats["used"],
+        "flags": stats.get("flags"),
+        "offloaded": None if state is None else state == "yes",
+        "offload_state": state,
+        "dp": stats.get("dp"),
+        "actions": actions.strip(),
+        "dp_extra_info": extra.group("extra") if extra else None,
+    }
 
 
 def parse_dump_flows(text):
@@ -131,24 +170,12 @@ def parse_dump_flows(text):
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        match = _FLOW_RE.match(line.strip())
-        if not match:
+        flow = _flow(line.strip())
+        if flow is None:
             if first_other is None:
                 first_other = (number, line)
             continue  # "flow-dump from pmd on cpu core: N" headers of the userspace datapath
-        state = match.group("offloaded")
-        flows.append({
-            "ufid": match.group("ufid"),
-            "match": match.group("match"),
-            "packets": int(match.group("packets")),
-            "bytes": int(match.group("bytes")),
-            "used": match.group("used"),
-            "flags": match.group("flags"),
-            "offloaded": None if state is None else state == "yes",
-            "offload_state": state,
-            "dp": match.group("dp"),
-            "actions": match.group("actions"),
-        })
+        flows.append(flow)
     if not flows and first_other is not None:
         raise ParseError(kind, "no flow line ('MATCH, packets:N, bytes:N, used:T, actions:A')", *first_other)
     return {"flows": flows}
