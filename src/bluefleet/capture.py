@@ -57,6 +57,7 @@ def discover_netdevs(sysfs: Path = Path("/sys/class/net")) -> list[str]:
 def command_list(devices: list[str], netdevs: list[str]) -> list[list[str]]:
     """The read-only queries, in the order they run."""
     cmds: list[list[str]] = [
+        ["mst", "status"],
         ["mst", "status", "-v"],
         ["mlxfwmanager", "--query"],
     ]

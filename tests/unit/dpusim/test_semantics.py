@@ -355,3 +355,20 @@ def test_bfb_install_argument_errors(twin, tmp_path):
     dpu = twin("bluefield3", role="dpu")
     assert dpu.run("bfb-install", "--rshim", "rshim0", "--bfb", str(bfb))[0] == 1, "no rshim on the Arm side"
     assert t.run("bfver") == (127, "", "bfver: command not found\n")
+
+
+def test_flint_image_query_and_mlxconfig_reset(twin, tmp_path):
+    t = twin("connectx7")
+    img = images.make_image("nic-fw", "connectx7", "28.44.1000", tmp_path / "fw.bin")
+    rc, out, _ = t.run("flint", "-i", str(img), "q")
+    assert rc == 0 and "FW Version:            28.44.1000\n" in out and "PSID:                  MT_0000001244\n" in out
+    rc, out, _ = t.run("flint", "-i", str(tmp_path / "missing.bin"), "q")
+    assert rc == 1 and out.startswith("-E- Cannot open Image: ")
+    t.run("mlxconfig", "-d", "37:00.0", "-y", "set", "NUM_OF_VFS=8")
+    rc, out, _ = t.run("mlxconfig", "-d", "37:00.0", "-y", "reset")
+    assert rc == 0
+    assert out == ("\n Reset configuration for device 37:00.0? (y/n) [n] : y\nApplying... Done!\n"
+                   "-I- Please reboot machine to load new configurations.\n")
+    assert mlx_next(t, "37:00.0", "NUM_OF_VFS") == "0"
+    rc, out, _ = t.run("mlxconfig", "-d", "37:00.0", "set", "NUM_OF_VFS=8", stdin="n\n")
+    assert rc == 1 and out.endswith("(y/n) [n] : Aborted by user\n") and mlx_next(t, "37:00.0", "NUM_OF_VFS") == "0"
