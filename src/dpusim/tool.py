@@ -22,9 +22,9 @@ from pathlib import Path
 from dpusim import faults, replay, state, tools
 
 GARBAGE = (
-    "\x1b[0m\x00\x7f#@!~ 0xDEADBEEF ?? ??\n"
-    "-=-=-=-=-=-=-=-=-=-=-=-=-=-=-=-=\n"
-    "\ufffd\ufffd\ufffd truncated \ufffd\n"
+    b"\x1b[0m\x00\x7f#@!~ 0xDEADBEEF ?? ??\n"
+    b"-=-=-=-=-=-=-=-=-=-=-=-=-=-=-=-=\n"
+    b"\xff\xfe\xef\xbf\xbd truncated \xc3\n"
 )
 
 
@@ -78,8 +78,13 @@ def run(name: str, argv: list[str]) -> int:
             time.sleep(float(hang.get("seconds", 3600)))  # real seconds on purpose: callers must time out
             return 124
         if faults.applies_to_tool(node.faults.get("garbage_output"), name):
-            sys.stdout.write(GARBAGE)
             sys.stdout.flush()
+            buffer = getattr(sys.stdout, "buffer", None)
+            if buffer is not None:
+                buffer.write(GARBAGE)
+                buffer.flush()
+            else:  # an in-memory stream (tests)
+                sys.stdout.write(GARBAGE.decode("utf-8", errors="replace"))
             return 0
     try:
         return int(table[name](list(argv), name) or 0)
