@@ -108,8 +108,8 @@ def _algorithm(tokens):
     """
     words = _BITS_RE.sub("", " ".join(tokens)).split()
     algo = {"name": words[1] if len(words) > 1 else None, "key_bits": None, "icv_bits": None}
-    if len(words) > 2 and words[2].startswith("0x"):
-        algo["key_bits"] = (len(words[2]) - 2) * 4
+    if len(words) > 2 and re.match(r"^0x(?:[0-9a-fA-F]{2})+$", words[2]):
+        algo["key_bits"] = (len(words[2]) - 2) * 4  # whole bytes only; anything else is not a key
     if len(words) > 3:
         bits = to_int(words[3])
         algo["icv_bits"] = bits if isinstance(bits, int) else None
