@@ -45,7 +45,13 @@ def images_dir() -> Path:
 
 
 def twin_dir() -> Path:
-    return repo_root() / "src" / "dpusim"
+    """The twin's sources copied into the images: ``src/dpusim``, or ``BLUEFLEET_TWIN_SRC`` (a snapshot;
+    the lab tests pin one so edits to the tree during a run do not move the image tags)."""
+    override = os.environ.get("BLUEFLEET_TWIN_SRC")
+    path = Path(override) if override else repo_root() / "src" / "dpusim"
+    if not (path / "cli.py").is_file():
+        raise LabError(f"the twin's sources are not at {path} (no cli.py): fix BLUEFLEET_TWIN_SRC or the checkout")
+    return path
 
 
 def mirror() -> str:

@@ -42,17 +42,24 @@ def resources(prefix: str = PREFIX) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def engine():
-    """A Docker engine and the lab images; fails (never skips) when there is none."""
+def engine(tmp_path_factory):
+    """A Docker engine and the lab images; fails (never skips) when there is none.
+
+    The images are built from a snapshot of the twin (BLUEFLEET_TWIN_SRC), so edits to src/dpusim
+    while the tests run cannot move the tags between two `up`s."""
     try:
         lab_images.require_docker()
     except lab_images.LabError as exc:
         pytest.fail("the lab tests need a Docker engine: %s" % exc)
     if os.geteuid() != 0:
         pytest.fail("the lab tests need root (veths are made by container PID): run them as root")
-    proc = lab("images")
-    assert proc.returncode == 0, "bluefleet lab images failed:\n%s%s" % (proc.stdout, proc.stderr)
-    yield lab_images.planned_images()
+    snapshot = tmp_path_factory.mktemp("twin") / "dpusim"
+    shutil.copytree(lab_images.twin_dir(), snapshot, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BLUEFLEET_TWIN_SRC", str(snapshot))
+        proc = lab("images")
+        assert proc.returncode == 0, "bluefleet lab images failed:\n%s%s" % (proc.stdout, proc.stderr)
+        yield lab_images.planned_images()
 
 
 @pytest.fixture
