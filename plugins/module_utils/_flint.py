@@ -43,6 +43,8 @@ _QUERY_TOP = {
     "device_vsd": "device_vsd",
     "security_attributes": "security_attributes",
     "security_ver": "security_ver",
+    "part_number": "part_number",  # q full
+    "description": "description",  # q full: the product text (the UID table's "Description:" header is not it)
 }
 _UID_LABELS = ("base_guid", "base_mac", "orig_base_guid", "orig_base_mac", "system_guid", "node_guid", "port_guid",
                "allocated_guid", "guid1", "guid2", "mac1", "mac2")
@@ -107,6 +109,8 @@ def parse_flint_query(text):
     elif not any(key in fields for key in ("fw_version", "psid", "image_type", "product_version")):
         raise no_structure(kind, lines, "'Image type:', 'FW Version:' or 'PSID:' lines")
     result = {name: fields.get(key) for key, name in _QUERY_TOP.items()}
+    if result["security_ver"] is not None:
+        result["security_ver"] = to_int(result["security_ver"])
     result["base_guid"] = uids.get("base_guid", {}).get("uid")
     result["base_guid_count"] = uids.get("base_guid", {}).get("count")
     result["base_mac"] = uids.get("base_mac", {}).get("uid")

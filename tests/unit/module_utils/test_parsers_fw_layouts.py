@@ -248,3 +248,9 @@ def test_lspci_k_driver_lines():
     text.insert(1, "\tKernel driver in use: mlx5_core\n\tKernel modules: mlx5_core")
     device = parse("lspci", "\n".join(text))["devices"][0]
     assert device["kernel_driver"] == "mlx5_core" and device["kernel_modules"] == ["mlx5_core"]
+
+
+def test_flint_image_query_security_ver_is_a_number():
+    # FORMAT: "Security Ver:          %d" (image query only)
+    text = body("flint-query", "cx7-flint-query-secure-fw") + "Security Ver:          2\n"
+    assert parse("flint-query", text)["security_ver"] == 2
