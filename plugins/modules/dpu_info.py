@@ -19,11 +19,11 @@ description:
     RV(devices) list and a message. A tool that fails or prints output the parsers cannot read fails
     the task with the command, its exit status and its output.
 author:
-  - bluefleet developers
+  - bluefleet developers (!UNKNOWN)
 options:
   filter:
     description:
-      - Sections to gather. Device discovery (C(mst status -v): type, PCI and mst paths, netdevs,
+      - Sections to gather. Device discovery with C(mst status -v) (type, PCI and mst paths, netdevs,
         RDMA devices) always runs.
       - C(firmware) flashed and running firmware, PSID, pending firmware reset (C(flint q)).
       - C(nvconfig) non-volatile configuration with Default, Current and Next Boot values, part

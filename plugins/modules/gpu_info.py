@@ -18,7 +18,7 @@ description:
     device list and a message. A tool that fails or prints output the parsers cannot read fails the
     task with the command, its exit status and its output.
 author:
-  - bluefleet developers
+  - bluefleet developers (!UNKNOWN)
 options:
   filter:
     description:

@@ -38,5 +38,3 @@ class FakeRunner:
             raise AssertionError("the module ran a command the test did not expect: %r" % (argv,))
         rc, out, err = self.answers[key]
         return CommandResult(argv, rc, out, err)
-
-

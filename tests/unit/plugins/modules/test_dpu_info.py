@@ -260,9 +260,9 @@ def test_garbage_output_fails_with_the_parser_message(run_module, fake_runner):
 def test_check_mode_reads_the_same_and_changes_nothing(run_module, fake_runner):
     normal = fake_runner(dpu_answers())
     check = fake_runner(dpu_answers())
-    _, first = run_module(dpu_info, {}, normal)
+    first_failed, first = run_module(dpu_info, {}, normal)
     failed, second = run_module(dpu_info, {}, check, check_mode=True)
-    assert not failed
+    assert not failed and not first_failed
     assert check.cmd == normal.cmd == DPU_ARGV
     assert second == first
     assert second["changed"] is False

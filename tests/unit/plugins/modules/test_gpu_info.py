@@ -127,9 +127,9 @@ def test_garbage_output_fails_with_the_parser_message(run_module, fake_runner, t
 
 def test_check_mode_reads_the_same(run_module, fake_runner, sysfs):
     normal, check = fake_runner(answers()), fake_runner(answers())
-    _, first = run_module(gpu_info, {"fs_root": str(sysfs)}, normal)
+    first_failed, first = run_module(gpu_info, {"fs_root": str(sysfs)}, normal)
     failed, second = run_module(gpu_info, {"fs_root": str(sysfs)}, check, check_mode=True)
-    assert not failed
+    assert not failed and not first_failed
     assert check.cmd == normal.cmd == ARGV
     assert second == first
 
