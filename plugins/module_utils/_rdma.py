@@ -122,7 +122,8 @@ def parse_ibdev2netdev(text):
 # show_gids
 # ---------------------------------------------------------------------------------------------
 
-_GID_TEXT_RE = re.compile(r"^[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4}){7}$")
+# 8 groups of hex digits; published captures often redact some groups with "x" (fe80:0000:0000:0000:xxxx:...)
+_GID_TEXT_RE = re.compile(r"^[0-9a-fA-FxX]{1,4}(?::[0-9a-fA-FxX]{1,4}){7}$")
 
 
 def parse_show_gids(text):
