@@ -132,7 +132,8 @@ def test_show_gids_accepts_gids_redacted_with_x():
     # as published in a public RoCE how-to (library id 56882768507): link-local GIDs redacted with "xxxx"
     text = (
         "rocep1s0f1      1       0       fe80:0000:0000:0000:xxxx:xxxx:xxxx:xxxx                 v1      enp1s0f1np1\n"
-        "roceP2p1s0f0    1       2       0000:0000:0000:0000:0000:ffff:c0a8:640e 192.168.100.14          v1      enP2p1s0f0np0\n"
+        "roceP2p1s0f0    1       2       0000:0000:0000:0000:0000:ffff:c0a8:640e 192.168.100.14"
+        "          v1      enP2p1s0f0np0\n"
         "n_gids_found=12\n"
     )
     gids = parse_show_gids(text)["gids"]
