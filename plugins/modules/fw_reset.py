@@ -261,7 +261,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxfwreset import (
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils._mst import parse_mst_status
 from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import PlanError, plan, render
+from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import PlanError, describe, plan, render
 from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
 
 _FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
@@ -408,9 +408,9 @@ class Resetter:
             return "reboot_command"
         return self.p["power_cycle_method"]
 
-    def check_available(self, reset, state, check_mode):
+    def check_available(self, reset, changes, check_mode):
         """Fail before anything happens when the reset cannot be done here."""
-        what = describe_pending(state)
+        what = ", ".join(describe(change) for change in changes) or "nothing"
         if reset == "warm_reboot" and not self.p["reboot_command"]:
             raise ResetError("reset the card failed: a warm reboot is needed to activate %s, and reboot_command is "
                              "not set; set it (e.g. [systemctl, reboot]) or reboot the node" % what)
@@ -488,7 +488,7 @@ def run_reset(runner, params, check_mode):
     after = before
     verified = reset == "none"
     if reset != "none":
-        resetter.check_available(reset, before, check_mode)
+        resetter.check_available(reset, result["changes"], check_mode)
     predicted = pending_summary(before)
     if reset != "none" and check_mode:
         predicted = {"nvconfig": [], "firmware": False}

@@ -190,7 +190,7 @@ def test_power_cycle_unavailable_fails_before_anything_happens(monkeypatch, caps
         MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])
     assert result["failed"] is True
     assert result["msg"] == (
-        "reset the card failed: a power cycle of the server is needed to activate INTERNAL_CPU_OFFLOAD_ENGINE "
+        "reset the card failed: a power cycle of the server is needed to activate INTERNAL_CPU_OFFLOAD_ENGINE: "
         "ENABLED(0) -> DISABLED(1), and power_cycle_method is none; set power_cycle_method (ipmitool, redfish, "
         "command or pause) or power-cycle the server by hand and run again")
     assert result["cmd"] == [["mst", "status", "-v"], Q, FLINT, FWQ[0]]
@@ -266,7 +266,7 @@ def test_warm_reboot_without_reboot_command_fails_clearly(monkeypatch, capsys):
     result, _ = run_module(monkeypatch, capsys, {"side": "host"}, [
         MST, (Q, 0, pending, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])
     assert result["failed"] is True
-    assert "a warm reboot is needed to activate NUM_OF_VFS 16 -> 8, and reboot_command is not set" in result["msg"]
+    assert "a warm reboot is needed to activate NUM_OF_VFS: 16 -> 8, and reboot_command is not set" in result["msg"]
 
 
 def test_ipmitool_gets_the_password_from_the_environment_only(monkeypatch, capsys):
