@@ -37,7 +37,7 @@ _SETTING_RES = {
     "connection_type": re.compile(r"(?:^|\s)Connection type\s*:\s*(?P<v>\S+)"),
     "num_qps": re.compile(r"(?:^|\s)Number of qps\s*:\s*(?P<v>\d+)"),
     "mtu": re.compile(r"(?:^|\s)Mtu\s*:\s*(?P<v>\d+)\[B\]"),
-    "gid_index": re.compile(r"(?:^|\s)GID index\s*:\s*(?P<v>\d+)"),
+    "gid_index": re.compile(r"(?:^|\s)G(?:ID|id) index\s*:\s*(?P<v>\d+)"),  # older perftest: "Gid index"
     "tos": re.compile(r"(?:^|\s)TOS\s*:\s*(?P<v>\d+)"),
 }
 _INT_SETTINGS = ("num_qps", "mtu", "gid_index", "tos")
