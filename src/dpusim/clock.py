@@ -13,13 +13,13 @@ import time
 DEFAULT_SCALE = 0.001
 
 # Modelled durations in real seconds (hardware-facts.md section 1; burn time has no
-# authoritative number there, "minutes per device" is modelled as 120 s).
+# authoritative number there, "minutes per device" is modelled as 120 s). The BFB push time is
+# size / the profile's rshim_push_mib_s (see tools/bfb.py).
 DURATIONS = {
     "burn": 120.0,
     "fw_reset": 45.0,
     "warm_reboot": 90.0,
     "power_cycle": 120.0,
-    "bfb_push": 122.0,  # "1.41GiB 0:02:02" pv progress in rshim/FORMAT-from-source.md
     "bfb_install": 600.0,  # "10-15 minutes" end to end
     "arm_boot": 100.0,
     "mst_start": 1.0,

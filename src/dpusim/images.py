@@ -49,7 +49,7 @@ class ImageError(ValueError):
 
 def bfb_release(version: str) -> str:
     """The /etc/mlnx-release line for a bundle version: a full name is kept as given."""
-    if version.startswith(("bf-bundle-", "DOCA_")):
+    if version.startswith(("bf-bundle-", "bf-fwbundle-", "DOCA_")):
         return version
     # Naming as in corpus/bf-release/bf3-mlnx-release-bf-bundle-2.9.2.txt:
     # bf-bundle-<ver>-<build>_<yy.mm>_ubuntu-22.04_prod
@@ -57,7 +57,8 @@ def bfb_release(version: str) -> str:
 
 
 def make_image(kind: str, profile: str, version: str, output: Path, *, psid: str | None = None,
-               corrupt: bool = False, nic_fw_version: str | None = None, roms: dict[str, str] | None = None) -> Path:
+               corrupt: bool = False, nic_fw_version: str | None = None, roms: dict[str, str] | None = None,
+               bundle_size: int = BUNDLE_SIZE) -> Path:
     if kind not in KINDS:
         raise ImageError("dpusim make-image: --kind must be one of %s, not %r" % (", ".join(KINDS), kind))
     prof = profiles.get(profile)
@@ -78,9 +79,8 @@ def make_image(kind: str, profile: str, version: str, output: Path, *, psid: str
     if kind == "bfb":
         fields["release"] = bfb_release(version)
         fields["nic_fw_version"] = nic_fw_version or prof["fw_version"]
-        fields["doca"] = re.split(r"[-_]", fields["release"][len("bf-bundle-"):] if fields["release"].startswith(
-            "bf-bundle-") else version)[0]
-        fields["bundle_size"] = BUNDLE_SIZE
+        fields["doca"] = re.split(r"[-_]", re.sub(r"^bf-(fw)?bundle-", "", fields["release"]))[0]
+        fields["bundle_size"] = bundle_size
     if roms:
         fields["roms"] = ";".join("%s=%s" % (k, v) for k, v in roms.items())
     fields["payload_size"] = len(payload)

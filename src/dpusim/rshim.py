@@ -13,8 +13,8 @@ settings). Ownership: the host sees no rshim device while the BMC owns it (fault
 or ``card.rshim.owner == "bmc"``) or after ``mlxprivhost --disable_rshim`` took effect.
 
 The boot log lines are those of real captures: an eMMC boot as in bf3-misc-display-level-2-log,
-a BFB install as in bfb-install/bf3-bf-bundle-2.7.0-with-bfcfg. BlueField-2 has no PSC, so its
-logs start at BL2 (assumption: no BlueField-2 log capture in the corpus).
+a BFB install as in bfb-install/bf3-bf-bundle-2.7.0-with-bfcfg (BlueField-3) and the BlueField-2
+bfb-install fixture in tests/unit/fixtures/parsers/bfb-install (no PSC lines on a BlueField-2).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ EMMC_BOOT = [
 ]
 OS_UP = [("INFO", "MISC", "Linux up"), ("INFO", "MISC", "DPU is ready")]
 
+# BlueField-3 BFB boot: corpus/bfb-install/bf3-bf-bundle-2.7.0-with-bfcfg.txt
 BFB_BOOT = [
     ("INFO", "PSC", "PSC BL1 START"),
     ("INFO", "BL2", "start"),
@@ -74,6 +75,42 @@ BFB_BOOT = [
     ("INFO", "UEFI", "Redfish enabled"),
     ("INFO", "UEFI", "exit Boot Service"),
 ]
+
+
+# BlueField-2 BFB boot: tests/unit/fixtures/parsers/bfb-install/bf2-fwbundle-3.2.0-nic-fw-version.txt
+# (a real bfb-install of a BlueField-2, public text ref 53494898244).
+BFB_BOOT_BF2 = [
+    ("INFO", "BL2", "start"),
+    ("INFO", "BL2", "boot mode (rshim)"),
+    ("INFO", "BL2", "DDR POST passed"),
+    ("INFO", "BL2", "UEFI loaded"),
+    ("INFO", "BL31", "start"),
+    ("INFO", "BL31", "lifecycle {lifecycle}"),
+    ("INFO", "BL31", "runtime"),
+    ("INFO", "UEFI", "UPVS valid"),
+    ("INFO", "UEFI", "eMMC init"),
+    ("INFO", "UEFI", "eMMC probed"),
+    ("INFO", "UEFI", "PMI: updates started"),
+    ("INFO", "UEFI", "PMI: total updates: 1"),
+    ("INFO", "UEFI", "PMI: updates completed, status 0"),
+    ("INFO", "UEFI", "PCIe enum start"),
+    ("INFO", "UEFI", "PCIe enum end"),
+    ("INFO", "UEFI", "UEFI Secure Boot (disabled)"),
+    ("INFO", "UEFI", "Redfish enabled"),
+    ("INFO", "UEFI", "exit Boot Service"),
+]
+# BlueField-2 eMMC boot: ASSUMED to be the BFB boot above with "boot mode (emmc)" and without the
+# PMI capsule-update lines (no BlueField-2 eMMC boot log in the corpus).
+EMMC_BOOT_BF2 = [("INFO", "BL2", "boot mode (emmc)") if x[2] == "boot mode (rshim)" else x
+                 for x in BFB_BOOT_BF2 if not x[2].startswith("PMI:")]
+
+
+def bfb_boot(card: Any) -> list[tuple[str, str, str]]:
+    return BFB_BOOT if card.profile["generation"] >= 3 else BFB_BOOT_BF2
+
+
+def emmc_boot(card: Any) -> list[tuple[str, str, str]]:
+    return EMMC_BOOT if card.profile["generation"] >= 3 else EMMC_BOOT_BF2
 
 
 class RshimError(Exception):
@@ -187,7 +224,7 @@ def write_misc(node: Any, card: Any, text: str) -> None:
     rs = rshim_state(card)
     if key == "SW_RESET":
         if value.strip() == "1":
-            arm_boot(node, card, EMMC_BOOT)
+            arm_boot(node, card, emmc_boot(card))
         return
     if key in ("PEER_MAC", "VLAN_ID"):
         rs["misc"][key] = value.strip()

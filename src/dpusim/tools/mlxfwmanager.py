@@ -60,9 +60,9 @@ def status_of(card: state.Card, img: dict | None) -> str:
     theirs = tuple(int(x) for x in img["version"].split("."))
     if theirs > mine:
         return "Update required"
-    if theirs == mine:
-        return "Up to date"
-    return "Forced update required"
+    # An older image than the flash is not offered (tests/unit/fixtures/parsers/mlxfwmanager-query/
+    # bf2-online-u-after-bfb-fw-running.txt: flash 24.47.1026, available 24.43.1014, "Up to date").
+    return "Up to date"
 
 
 def render_device(node: state.Node, card: state.Card, index: int, img: dict | None) -> str:
