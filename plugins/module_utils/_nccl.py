@@ -15,7 +15,8 @@ Layout (verbatim samples ``shared/corpus/nccl-tests/*``)::
     # Avg bus bandwidth    : 36.2205
 
 Columns are located by the header line (the first ``time``/``algbw``/``busbw`` are the out-of-place
-ones), so releases without ``redop``/``root`` or with ``error`` instead of ``#wrong`` read the same.
+ones), so releases without ``redop``/``root`` or with ``error`` (a float, ``N/A`` without validation)
+instead of ``#wrong`` read the same: ``wrong`` and ``error`` are None when the column is absent.
 ``nranks`` counts the ``#  Rank N`` lines (None when the run did not print them). Bandwidths are
 GB/s as printed (nccl-tests' unit). A failed run (``Test NCCL failure``, ``NCCL WARN``) keeps its
 error lines in ``errors``.
@@ -93,7 +94,8 @@ def parse_all_reduce(text):
         time_us = _float(first["time"]) if "time" in first else None
         if not isinstance(size, int) or algbw is None or busbw is None:
             raise ParseError(KIND, "size, algbw and busbw must be numbers", number, line)
-        wrong = first.get("#wrong", first.get("error"))
+        wrong = first.get("#wrong")
+        error = first.get("error")  # releases before "#wrong" printed the max error as a float (or N/A)
         result["rows"].append({
             "size": size,
             "count": to_int(first["count"]) if "count" in first else None,
@@ -103,6 +105,7 @@ def parse_all_reduce(text):
             "algbw": algbw,
             "busbw": busbw,
             "wrong": to_int(wrong) if wrong is not None and isinstance(to_int(wrong), int) else None,
+            "error": _float(error) if error is not None else None,
             "in_place": {"time_us": _float(cells["time"]) if "time" in cells else None,
                          "algbw": _float(cells["algbw"]), "busbw": _float(cells["busbw"])},
         })
