@@ -133,6 +133,8 @@ def power_cycle(node: Any) -> dict[str, list[str]]:
         result[str(card.dir)] = activate(card, power_cycle=True)
         card.data.pop("mode_change_unsettled", None)
         card.data["power_cycles"] = card.data.get("power_cycles", 0) + 1
+        if node.role == "host":
+            node.data["seen_power_cycles"] = node.data.get("seen_power_cycles", 0) + 1
         if card.is_bluefield:
             arm_reboot(card)
             card.data["arm"] = {"state": "running"}

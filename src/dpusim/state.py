@@ -28,7 +28,7 @@ Runtime state and reboots: ``node.data["runtime"]`` is cleared by ``dpusim reboo
 ``dpusim power-cycle``. A DPU-role node also loses its runtime when its Arm OS reboots because of
 something done from the host side (SW_RESET through rshim, bfb-install, a host power cycle): the
 card carries ``arm_boot_id``, the DPU node remembers the id it last saw, and ``open_node`` clears
-the runtime when they differ.
+the runtime when they differ. Likewise a host node follows the card's ``power_cycles``.
 """
 
 from __future__ import annotations
@@ -253,12 +253,20 @@ def load_node(root: str | os.PathLike[str] | None = None) -> Node:
 
 
 def _sync_boot(node: Node) -> None:
-    """A DPU node loses its runtime settings when its card's Arm OS rebooted behind its back."""
-    if node.role != "dpu" or not node.cards:
+    """Runtime settings are lost when the OS rebooted behind this root's back: a DPU node when its
+    card's Arm rebooted (SW_RESET, bfb-install, FW reset, power cycle), a host node when the machine
+    was power cycled from the DPU's root (both roots of a pair share the card's counters)."""
+    if not node.cards:
         return
-    boot_id = node.cards[0].data.get("arm_boot_id", 0)
-    if node.data.get("seen_arm_boot_id") != boot_id:
-        node.data["seen_arm_boot_id"] = boot_id
+    if node.role == "dpu":
+        boot_id = node.cards[0].data.get("arm_boot_id", 0)
+        if node.data.get("seen_arm_boot_id") != boot_id:
+            node.data["seen_arm_boot_id"] = boot_id
+            node.data["runtime"] = {}
+        return
+    cycles = sum(c.data.get("power_cycles", 0) for c in node.cards)
+    if node.data.get("seen_power_cycles", 0) != cycles:
+        node.data["seen_power_cycles"] = cycles
         node.data["runtime"] = {}
 
 

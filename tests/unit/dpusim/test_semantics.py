@@ -372,3 +372,22 @@ def test_flint_image_query_and_mlxconfig_reset(twin, tmp_path):
     assert mlx_next(t, "37:00.0", "NUM_OF_VFS") == "0"
     rc, out, _ = t.run("mlxconfig", "-d", "37:00.0", "set", "NUM_OF_VFS=8", stdin="n\n")
     assert rc == 1 and out.endswith("(y/n) [n] : Aborted by user\n") and mlx_next(t, "37:00.0", "NUM_OF_VFS") == "0"
+
+
+def test_power_cycle_from_either_root_clears_both_runtimes(twin, tmp_path):
+    pair = tmp_path / "pair"
+    host = twin("bluefield3", role="host", card_dir=pair, name="host")
+    dpu = twin("bluefield3", role="dpu", card_dir=pair, name="dpu")
+    for t, dev in ((host, "ens1f0np0"), (dpu, "p0")):
+        with t.edit() as node:
+            node.runtime_for(dev)["trust"] = "dscp"
+    host.cli("reboot")
+    assert host.node().runtime == {} and dpu.node().runtime["netdevs"]["p0"]["trust"] == "dscp", \
+        "a host warm reboot leaves the DPU running"
+    with host.edit() as node:
+        node.runtime_for("ens1f0np0")["trust"] = "dscp"
+    dpu.cli("power-cycle")
+    assert host.node().runtime == {} and dpu.node().runtime == {}
+    with host.edit() as node:
+        node.runtime_for("ens1f0np0")["trust"] = "pcp"
+    assert host.node().runtime["netdevs"]["ens1f0np0"]["trust"] == "pcp", "seen once, not cleared again"
