@@ -22,7 +22,7 @@ description:
     run the module again once the node is back (the C(bluefleet.dpu.firmware) role does).
   - Nothing pending, no change. In check mode it reports the reset it would apply and the plan.
 author:
-  - bluefleet developers
+  - bluefleet developers (!UNKNOWN)
 options:
   device:
     description:

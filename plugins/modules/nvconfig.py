@@ -20,7 +20,7 @@ description:
   - An unknown parameter is an error that names the closest parameter names of the card; a parameter the
     tool marks read-only (C(RO)) is refused; an array parameter (C(Array[0..N])) is refused.
 author:
-  - bluefleet developers
+  - bluefleet developers (!UNKNOWN)
 options:
   device:
     description:
@@ -328,8 +328,8 @@ class NvConfig:
         except ParseError as exc:
             raise NvError("query NV configuration of %s failed: %s" % (device, exc), result) from exc
         if data["errors"] or not data["devices"]:
-            raise NvError("query NV configuration of %s failed: %s" % (device, "; ".join(data["errors"])
-                                                                        or "no device block"), result)
+            reason = "; ".join(data["errors"]) or "no device block"
+            raise NvError("query NV configuration of %s failed: %s" % (device, reason), result)
         return data["devices"][0]
 
     def tool_version(self):

@@ -141,10 +141,10 @@ def test_nothing_pending_is_no_change(monkeypatch, capsys):
 
 
 def test_pending_parameter_gets_one_level3_reset_then_is_verified(monkeypatch, capsys):
-    result, _ = run_module(monkeypatch, capsys, {}, [
+    result = run_module(monkeypatch, capsys, {}, [
         MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), FWQ,
         (RESET, 0, RESET_OUT, ""),
-        (Q, 0, DONE_VFS, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])
+        (Q, 0, DONE_VFS, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])[0]
     assert result["changed"] is True
     assert result["reset"] == "firmware_reset"
     assert result["method"] == "mlxfwreset"
@@ -156,10 +156,9 @@ def test_pending_parameter_gets_one_level3_reset_then_is_verified(monkeypatch, c
 
 
 def test_check_mode_resets_nothing_and_prints_the_plan(monkeypatch, capsys):
-    result, _ = run_module(monkeypatch, capsys, {"changes": [{"name": "SRIOV_EN", "before": "True(1)",
-                                                              "after": "False(0)"}]},
-                           [MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_PENDING, ""), FWQ, VERSION],
-                           check_mode=True)
+    extra = [{"name": "SRIOV_EN", "before": "True(1)", "after": "False(0)"}]
+    steps = [MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_PENDING, ""), FWQ, VERSION]
+    result = run_module(monkeypatch, capsys, {"changes": extra}, steps, check_mode=True)[0]
     assert result["changed"] is True
     assert result["reset"] == "firmware_reset"
     assert result["verified"] is False
@@ -172,22 +171,22 @@ def test_check_mode_resets_nothing_and_prints_the_plan(monkeypatch, capsys):
 
 
 def test_extra_changes_are_ignored_outside_check_mode(monkeypatch, capsys):
-    result, _ = run_module(monkeypatch, capsys, {"changes": [{"name": "SRIOV_EN"}]},
-                           [MST, (Q, 0, query(), ""), (FLINT, 0, FLINT_SAME, ""), FWQ, VERSION])
+    steps = [MST, (Q, 0, query(), ""), (FLINT, 0, FLINT_SAME, ""), FWQ, VERSION]
+    result = run_module(monkeypatch, capsys, {"changes": [{"name": "SRIOV_EN"}]}, steps)[0]
     assert result["changed"] is False
 
 
 def test_flashed_firmware_is_activated_and_checked(monkeypatch, capsys):
-    result, _ = run_module(monkeypatch, capsys, {}, [
+    result = run_module(monkeypatch, capsys, {}, [
         MST, (Q, 0, query(), ""), (FLINT, 0, FLINT_PENDING, ""), FWQ, (RESET, 0, RESET_OUT, ""),
-        (Q, 0, query(), ""), (FLINT, 0, FLINT_NEW, ""), VERSION])
+        (Q, 0, query(), ""), (FLINT, 0, FLINT_NEW, ""), VERSION])[0]
     assert result["reset"] == "firmware_reset"
     assert result["firmware"] == {"flashed": "32.43.1014", "running": "32.43.1014"}
 
 
 def test_power_cycle_unavailable_fails_before_anything_happens(monkeypatch, capsys):
-    result, _ = run_module(monkeypatch, capsys, {}, [
-        MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])
+    result = run_module(monkeypatch, capsys, {}, [
+        MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])[0]
     assert result["failed"] is True
     assert result["msg"] == (
         "reset the card failed: a power cycle of the server is needed to activate INTERNAL_CPU_OFFLOAD_ENGINE: "
@@ -197,18 +196,18 @@ def test_power_cycle_unavailable_fails_before_anything_happens(monkeypatch, caps
 
 
 def test_pause_tells_the_person_what_to_do(monkeypatch, capsys):
-    result, _ = run_module(monkeypatch, capsys, {"power_cycle_method": "pause"}, [
-        MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])
+    result = run_module(monkeypatch, capsys, {"power_cycle_method": "pause"}, [
+        MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])[0]
     assert result["failed"] is True
     assert "power-cycle it by hand now (not a reboot) and run again" in result["msg"]
 
 
 def test_power_cycle_by_command_then_verified(monkeypatch, capsys):
     cycle = ["dpusim", "power-cycle"]
-    result, _ = run_module(monkeypatch, capsys, {"power_cycle_method": "command", "power_cycle_command": cycle}, [
+    result = run_module(monkeypatch, capsys, {"power_cycle_method": "command", "power_cycle_command": cycle}, [
         MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ,
         (cycle, 0, '{"power_cycled": true}\n', ""),
-        (Q, 0, NIC_MODE, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])
+        (Q, 0, NIC_MODE, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])[0]
     assert result["changed"] is True
     assert result["reset"] == "power_cycle"
     assert result["method"] == "command"
@@ -216,9 +215,9 @@ def test_power_cycle_by_command_then_verified(monkeypatch, capsys):
 
 
 def test_still_pending_after_the_reset_fails(monkeypatch, capsys):
-    result, _ = run_module(monkeypatch, capsys, {}, [
+    result = run_module(monkeypatch, capsys, {}, [
         MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), FWQ, (RESET, 0, RESET_OUT, ""),
-        (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, "")])
+        (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, "")])[0]
     assert result["failed"] is True
     assert result["msg"] == ("verify the firmware reset of %s failed: still pending after it: NUM_OF_VFS 16 -> 8; "
                              "the card may need a bigger reset (a power cycle)" % DEV)
@@ -226,8 +225,8 @@ def test_still_pending_after_the_reset_fails(monkeypatch, capsys):
 
 def test_mlxfwreset_failure_is_reported_with_its_output(monkeypatch, capsys):
     err = "-E- Reset-sync '1' is not supported with reset-level '3'.\n"
-    result, _ = run_module(monkeypatch, capsys, {}, [
-        MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), FWQ, (RESET, 1, err, "")])
+    result = run_module(monkeypatch, capsys, {}, [
+        MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), FWQ, (RESET, 1, err, "")])[0]
     assert result["failed"] is True
     assert result["msg"] == ("reset the firmware of %s with mlxfwreset failed: -E- Reset-sync '1' is not supported "
                              "with reset-level '3'." % DEV)
@@ -236,9 +235,9 @@ def test_mlxfwreset_failure_is_reported_with_its_output(monkeypatch, capsys):
 
 
 def test_without_mlxfwreset_a_dpu_mode_bluefield_needs_a_power_cycle(monkeypatch, capsys):
-    result, _ = run_module(monkeypatch, capsys, {"power_cycle_method": "command",
-                                                 "power_cycle_command": ["cycle-me"]}, [
-        MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), FWQ_MISSING, VERSION], check_mode=True)
+    args = {"power_cycle_method": "command", "power_cycle_command": ["cycle-me"]}
+    steps = [MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), FWQ_MISSING, VERSION]
+    result = run_module(monkeypatch, capsys, args, steps, check_mode=True)[0]
     assert result["reset_required"] == "firmware_reset"
     assert result["reset"] == "power_cycle"
     assert "DPU mode" in result["note"]
@@ -251,9 +250,9 @@ def test_nic_mode_bluefield_on_the_host_is_rebooted_not_firmware_reset(monkeypat
     done = query(INTERNAL_CPU_OFFLOAD_ENGINE=("ENABLED(0)", "DISABLED(1)", "DISABLED(1)"),
                  NUM_OF_VFS=("16", "8", "8"))
     reboot = ["systemctl", "reboot"]
-    result, _ = run_module(monkeypatch, capsys, {"reboot_command": reboot}, [
+    result = run_module(monkeypatch, capsys, {"reboot_command": reboot}, [
         (["mst", "status", "-v"], 0, MST_HOST, ""), (Q, 0, pending, ""), (FLINT, 0, FLINT_SAME, ""), FWQ,
-        (reboot, 0, "", ""), (Q, 0, done, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])
+        (reboot, 0, "", ""), (Q, 0, done, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])[0]
     assert result["side"] == "host"
     assert result["reset"] == "warm_reboot"
     assert "NCO PR #86" in result["note"]
@@ -263,8 +262,8 @@ def test_nic_mode_bluefield_on_the_host_is_rebooted_not_firmware_reset(monkeypat
 def test_warm_reboot_without_reboot_command_fails_clearly(monkeypatch, capsys):
     pending = query(INTERNAL_CPU_OFFLOAD_ENGINE=("ENABLED(0)", "DISABLED(1)", "DISABLED(1)"),
                     NUM_OF_VFS=("16", "16", "8"))
-    result, _ = run_module(monkeypatch, capsys, {"side": "host"}, [
-        MST, (Q, 0, pending, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])
+    result = run_module(monkeypatch, capsys, {"side": "host"}, [
+        MST, (Q, 0, pending, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])[0]
     assert result["failed"] is True
     assert "a warm reboot is needed to activate NUM_OF_VFS: 16 -> 8, and reboot_command is not set" in result["msg"]
 
@@ -298,8 +297,8 @@ def test_redfish_posts_computer_system_reset(monkeypatch, capsys):
 
     monkeypatch.setattr(fw_reset, "open_url", fake_open_url)
     redfish = {"host": "bmc01:8443", "user": "root", "password": "s3cret-pw", "system_id": "Bluefield"}
-    result, _ = run_module(monkeypatch, capsys, {"power_cycle_method": "redfish", "redfish": redfish}, [
-        MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ, VERSION])
+    result = run_module(monkeypatch, capsys, {"power_cycle_method": "redfish", "redfish": redfish}, [
+        MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ, VERSION])[0]
     url = "https://bmc01:8443/redfish/v1/Systems/Bluefield/Actions/ComputerSystem.Reset"
     assert len(calls) == 1
     assert calls[0][0] == url
@@ -320,14 +319,13 @@ def test_redfish_error_status_fails(monkeypatch, capsys):
 
     monkeypatch.setattr(fw_reset, "open_url", lambda url, **kwargs: Response())
     redfish = {"host": "bmc01", "user": "root", "password": "pw", "system_id": "1"}
-    result, _ = run_module(monkeypatch, capsys, {"power_cycle_method": "redfish", "redfish": redfish}, [
-        MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])
+    result = run_module(monkeypatch, capsys, {"power_cycle_method": "redfish", "redfish": redfish}, [
+        MST, (Q, 0, PENDING_MODE, ""), (FLINT, 0, FLINT_SAME, ""), FWQ])[0]
     assert result["failed"] is True
     assert result["msg"].endswith("answered HTTP 400")
 
 
 def test_required_options_are_declared(monkeypatch, capsys):
-    result, _ = run_module(monkeypatch, capsys, {"power_cycle_method": "command"}, [])
+    result = run_module(monkeypatch, capsys, {"power_cycle_method": "command"}, [])[0]
     assert result["failed"] is True
     assert "power_cycle_command" in result["msg"]
-

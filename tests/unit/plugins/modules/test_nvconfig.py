@@ -263,8 +263,8 @@ def test_error_with_rc_zero_is_a_failure(monkeypatch, capsys):
 
 
 def test_several_cards_need_the_device_option(monkeypatch, capsys):
-    result = run_module(monkeypatch, capsys, {"params": {"NUM_OF_VFS": 8}}, [(["mst", "status", "-v"], 0,
-                                                                            MST_TWO_CARDS, "")])
+    mst = (["mst", "status", "-v"], 0, MST_TWO_CARDS, "")
+    result = run_module(monkeypatch, capsys, {"params": {"NUM_OF_VFS": 8}}, [mst])
     assert result["failed"] is True
     assert ("mst status -v lists 2 cards (/dev/mst/mt41692_pciconf0, /dev/mst/mt41692_pciconf1); set the device "
             "option") in result["msg"]
