@@ -21,8 +21,8 @@ from conftest import ROOT, ansible_env, make_sim_inventory, run_playbook, twin_s
 
 from dpusim import linux_state, state
 
-CARD_TASK = "Keep the card facts for later stages"
-GPU_TASK = "Keep the GPU facts for later stages"
+CARD_TASK = "Publish the card facts as bluefleet_dpu_info"
+GPU_TASK = "Publish the GPU facts as bluefleet_gpu_info"
 
 
 def _plain(value):

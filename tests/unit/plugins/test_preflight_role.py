@@ -43,5 +43,13 @@ def test_facts_phase_sets_both_facts_and_gpu_info_only_on_gpu_hosts():
     assert "bluefleet.dpu.dpu_info" in by_module and "when" not in by_module["bluefleet.dpu.dpu_info"]
     assert "gpu_hosts" in by_module["bluefleet.dpu.gpu_info"]["when"]
     set_facts = [t for t in tasks if "ansible.builtin.set_fact" in t]
-    assert [next(iter(t["ansible.builtin.set_fact"])) for t in set_facts] == ["bluefleet_dpu_info",
-                                                                              "bluefleet_gpu_info"]
+    assert [next(iter(t["ansible.builtin.set_fact"])) for t in set_facts] == ["preflight_dpu_info",
+                                                                              "preflight_gpu_info"]
+
+
+def test_playbook_publishes_the_facts_under_the_collection_names():
+    play = yaml.safe_load((ROLE.parents[1] / "playbooks" / "preflight.yml").read_text(encoding="utf-8"))[0]
+    published = {next(iter(t["ansible.builtin.set_fact"])): t["ansible.builtin.set_fact"]
+                 for t in play["post_tasks"]}
+    assert published == {"bluefleet_dpu_info": {"bluefleet_dpu_info": "{{ preflight_dpu_info }}"},
+                         "bluefleet_gpu_info": {"bluefleet_gpu_info": "{{ preflight_gpu_info }}"}}

@@ -43,6 +43,7 @@ def run_module(monkeypatch):
 
         def factory(timeout=None, environ=None):
             made.append(timeout)
+            runner.built_with_timeout = timeout
             return runner
 
         monkeypatch.setattr(module, "ToolRunner", factory)

@@ -1,8 +1,9 @@
 """Fake tools for module tests: recorded outputs through a fake runner.
 
 ``fake_runner(answers, missing=())``: a stand-in for ``_runner.ToolRunner`` that answers each argv
-from ``answers`` (``{tuple(argv): (rc, stdout, stderr)}``), reports the programs in ``missing`` as not
-installed (rc 127, like the real runner) and fails the test on any argv it was not told about.
+from ``answers`` (``{tuple(argv): (rc, stdout, stderr) or a CommandResult}``), reports the programs
+in ``missing`` as not installed (rc 127, like the real runner) and fails the test on any argv it was
+not told about.
 ``fixture_text(kind, name)``: the tool output of a parser fixture. (A module of its own, not the
 conftest, so ``import fake_tools`` cannot pick up another folder's conftest.)
 """
@@ -36,5 +37,8 @@ class FakeRunner:
         key = tuple(argv)
         if key not in self.answers:
             raise AssertionError("the module ran a command the test did not expect: %r" % (argv,))
-        rc, out, err = self.answers[key]
+        answer = self.answers[key]
+        if isinstance(answer, CommandResult):
+            return answer
+        rc, out, err = answer
         return CommandResult(argv, rc, out, err)

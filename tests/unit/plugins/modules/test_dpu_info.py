@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 
 import pytest
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import RC_TIMEOUT, CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import dpu_info
 from fake_tools import fixture_text
 
@@ -333,3 +334,21 @@ def test_mode_follows_next_boot_separately():
                                               "next_boot": "DISABLED(1)"}}
     assert dpu_info.DpuInfo.mode_of({"bluefield": True}, params, "current") == "dpu"
     assert dpu_info.DpuInfo.mode_of({"bluefield": True}, params, "next_boot") == "nic"
+
+
+def test_timeout_fails_with_the_limit_and_the_runner_gets_the_option(run_module, fake_runner):
+    argv = ["flint", "-d", BF3, "q"]
+    answers = dpu_answers()
+    answers[tuple(argv)] = CommandResult(argv, RC_TIMEOUT, "", "flint timed out after 7 s", timed_out=True)
+    runner = fake_runner(answers)
+    failed, result = run_module(dpu_info, {"timeout": 7}, runner)
+    assert failed
+    assert runner.built_with_timeout == 7
+    assert result["msg"] == "query firmware of %s with flint failed: flint timed out after 7 s" % BF3
+    assert result["rc"] == RC_TIMEOUT
+
+
+def test_non_positive_timeout_is_refused(run_module, fake_runner):
+    failed, result = run_module(dpu_info, {"timeout": 0}, fake_runner({}))
+    assert failed
+    assert result["msg"] == "gather DPU facts failed: timeout must be a positive number of seconds, got 0"
