@@ -107,6 +107,7 @@ def _info_record(driver=None, serial=None):
         "driver": driver,
         "serial_number": serial,
         "board_serial_number": None,
+        "other": {},  # further top-level attributes as printed (e.g. function.uid on recent kernels)
         "versions": {"fixed": {}, "running": {}, "stored": {}},
     }
 
@@ -121,6 +122,10 @@ def parse_dev_info(text):
                 raise ParseError(kind, f"JSON info of {handle} is not an object")
             record = _info_record(attrs.get("driver"), attrs.get("serial_number"))
             record["board_serial_number"] = attrs.get("board.serial_number")
+            known = ("driver", "serial_number", "board.serial_number", "versions")
+            record["other"] = {
+                str(k): v for k, v in attrs.items() if k not in known and not isinstance(v, dict | list)
+            }
             versions = attrs.get("versions") or {}
             if not isinstance(versions, dict):
                 raise ParseError(kind, f"JSON versions of {handle} is not an object")
@@ -185,6 +190,8 @@ def _info_attr(record, key, value):
         record["serial_number"] = value
     elif key == "board.serial_number":
         record["board_serial_number"] = value
+    else:
+        record["other"][key] = value
 
 
 # ---------------------------------------------------------------------------------------------
