@@ -199,8 +199,8 @@ def _info_attr(record, key, value):
 # ---------------------------------------------------------------------------------------------
 
 def _eswitch_record(attrs):
-    # iproute2 prints ``encap-mode none|basic``; releases before 2020 printed ``encap enable|disable``.
-    # The value is kept as printed.
+    # iproute2 prints ``encap-mode none|basic``; older releases printed ``encap enable`` (a public capture is
+    # among the fixtures). The value is kept as printed.
     encap = attrs.get("encap-mode", attrs.get("encap"))
     return {"mode": attrs.get("mode"), "inline_mode": attrs.get("inline-mode"), "encap_mode": encap}
 
