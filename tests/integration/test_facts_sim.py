@@ -184,3 +184,55 @@ def test_gpu_facts_equal_the_twin_state(fleet):
 def test_check_mode_gives_the_same_facts(fleet):
     for task, key in ((CARD_TASK, "bluefleet_dpu_info"), (GPU_TASK, "bluefleet_gpu_info")):
         assert _facts(fleet["check"], task, key) == _facts(fleet["run"], task, key)
+
+
+def _adhoc(inventory, host, module, args):
+    """Run one module on one host, in the host's twin environment; return (failed, result)."""
+    import ansible_runner
+
+    work = inventory.parent / ("adhoc-%d" % len(list(inventory.parent.glob("adhoc-*"))))
+    (work / "project").mkdir(parents=True)
+    play = [{"name": "one module", "hosts": host, "gather_facts": False,
+             "environment": "{{ bluefleet_environment }}",
+             "tasks": [{"name": "the module", module: args}]}]
+    (work / "project" / "play.yml").write_text(json.dumps(play))
+    run = ansible_runner.run(private_data_dir=str(work), playbook="play.yml", inventory=str(inventory),
+                             envvars=ansible_env(), quiet=True)
+    for event in run.events:
+        if event.get("event") in ("runner_on_ok", "runner_on_failed"):
+            return event["event"] == "runner_on_failed", event["event_data"]["res"]
+    raise AssertionError("no result from %s on %s:\n%s" % (module, host, run.stdout.read()[-3000:]))
+
+
+@pytest.fixture
+def one_pair(tmp_path):
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=1)
+    return inventory, _hostvars(inventory)
+
+
+def test_faults_of_the_twin_are_clear_results(one_pair):
+    inventory, hostvars = one_pair
+    dpusim = str(ROOT / ".venv/bin/dpusim")
+    root = hostvars["sim01-dpu"]["bluefleet_environment"]["DPUSIM_ROOT"]
+
+    _twin_tool(hostvars, "sim01-dpu", dpusim, "--root", root, "fault", "set", "device_missing")
+    failed, res = _adhoc(inventory, "sim01-dpu", "bluefleet.dpu.dpu_info", {"filter": ["firmware", "mode"]})
+    assert not failed, res
+    assert res["devices"] == [] and res["msg"] == "no BlueField or ConnectX device found by mst status -v"
+    _twin_tool(hostvars, "sim01-dpu", dpusim, "--root", root, "fault", "clear", "device_missing")
+
+    _twin_tool(hostvars, "sim01-dpu", dpusim, "--root", root, "fault", "set", "garbage_output", "--tool", "flint")
+    failed, res = _adhoc(inventory, "sim01-dpu", "bluefleet.dpu.dpu_info", {"filter": ["firmware"]})
+    assert failed
+    assert res["msg"].startswith("parse flint -d /dev/mst/mt41692_pciconf0 q output failed: cannot parse flint-query")
+    assert res["cmd"] == ["flint", "-d", "/dev/mst/mt41692_pciconf0", "q"]
+    _twin_tool(hostvars, "sim01-dpu", dpusim, "--root", root, "fault", "clear", "garbage_output")
+
+    _twin_tool(hostvars, "sim01-dpu", dpusim, "--root", root, "fault", "set", "tool_hang", "--tool", "mlxconfig",
+               "--seconds", "30")
+    failed, res = _adhoc(inventory, "sim01-dpu", "bluefleet.dpu.dpu_info", {"filter": ["mode"], "timeout": 2})
+    assert failed
+    assert res["msg"] == ("query configuration of /dev/mst/mt41692_pciconf0 with mlxconfig failed: "
+                          "mlxconfig timed out after 2 s")
+    assert res["rc"] == 124
+    _twin_tool(hostvars, "sim01-dpu", dpusim, "--root", root, "fault", "clear", "tool_hang")
