@@ -264,11 +264,17 @@ def sha256_of(path):
 class Dpu:
     """The host's view of one DPU: its rshim, its card (flint) and its Arm OS (dpu_command)."""
 
-    def __init__(self, runner, params, sleep=time.sleep, clock=time.monotonic):
+    def __init__(self, runner, params):
         self.runner = runner
         self.p = params
-        self.sleep = sleep
-        self.clock = clock
+
+    @staticmethod
+    def sleep(seconds):
+        time.sleep(seconds)
+
+    @staticmethod
+    def clock():
+        return time.monotonic()
 
     def check_file(self):
         path = self.p["bfb"]
