@@ -132,6 +132,10 @@ def burn(node: state.Node, card: state.Card, dev: str, img: dict, assume_yes: bo
     interrupted = faults.active(node, "interrupted_burn", card) is not None
     with state.open_node() as wnode:
         wcard = next(c for c in wnode.cards if c.dir == card.dir)
+        if wcard.data["firmware"].get("burn_in_progress"):
+            # Twin wording (no capture): a second writer while another burn holds the flash.
+            raise ToolExit("\n-E- Burning FS4 image failed: the flash is being written by another process "
+                           "(burn of %s in progress)" % wcard.data["firmware"]["burn_in_progress"]["version"])
         wcard.data["firmware"]["burn_in_progress"] = {"version": img["version"]}
     if interrupted:
         clock.sleep(clock.DURATIONS["burn"] / 2)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import time
 
 from dpusim import images
 
@@ -391,3 +395,20 @@ def test_power_cycle_from_either_root_clears_both_runtimes(twin, tmp_path):
     with host.edit() as node:
         node.runtime_for("ens1f0np0")["trust"] = "pcp"
     assert host.node().runtime["netdevs"]["ens1f0np0"]["trust"] == "pcp", "seen once, not cleared again"
+
+
+def test_two_burns_at_once_do_not_both_write(twin, tmp_path):
+    t = twin("connectx7")
+    img = images.make_image("nic-fw", "connectx7", "28.44.1000", tmp_path / "fw.bin")
+    env = dict(os.environ, DPUSIM_ROOT=str(t.root), DPUSIM_TIME_SCALE="0.005")
+    cmd = [sys.executable, "-m", "dpusim.tool", "flint", "-d", "37:00.0", "-i", str(img), "-y", "b"]
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not t.card().data["firmware"].get("burn_in_progress") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    out, _ = first.communicate(timeout=30)
+    assert first.returncode == 0 and "Restoring signature" in out
+    assert second.returncode == 1 and "burn of 28.44.1000 in progress" in second.stdout
+    fw = t.card().data["firmware"]
+    assert fw["active_bank"] == 1 and fw["banks"][0]["version"] == "28.43.1014"
