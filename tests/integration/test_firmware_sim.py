@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from conftest import changed_count, make_sim_inventory, run_playbook, twin_state
+from conftest import ROOT, changed_count, make_sim_inventory, run_playbook, twin_state
 
 PLAYBOOK = "playbooks/firmware.yml"
 SIM_POWER_CYCLE = "firmware_power_cycle_method: command\nfirmware_power_cycle_command: [dpusim, power-cycle]\n"
@@ -126,3 +126,18 @@ def test_restricted_host_cannot_write(tmp_path, collection_link):
     assert msg.startswith("set NV configuration of /dev/mst/mt41692_pciconf0 failed: -E- Failed to set configuration")
     assert msg.endswith("a restricted host (zero trust) cannot write: configure from the DPU Arm side")
     assert states(inventory) == before, "a refused write leaves every node as it was"
+
+
+def test_role_argument_specs_equal_the_defaults_and_follow_the_modules():
+    import yaml
+    from ansible_collections.bluefleet.dpu.plugins.modules import fw_reset
+
+    role = ROOT / "roles" / "firmware"
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    options = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert sorted(options) == sorted(defaults)
+    for name, spec in options.items():
+        assert spec["default"] == defaults[name], name
+        assert name.startswith("firmware_"), name
+    methods = fw_reset.argument_spec()["power_cycle_method"]["choices"]
+    assert options["firmware_power_cycle_method"]["choices"] == methods
