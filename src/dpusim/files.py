@@ -6,13 +6,16 @@
 * node links: ``$DPUSIM_ROOT/etc/mlnx-release`` (DPU role) and ``$DPUSIM_ROOT/dev/rshimN/misc``
   (host role) point at them. A lab image links ``/etc/mlnx-release`` to the first.
 
-Files are refreshed whenever ``state.open_node`` saves a changed card. Writing to the snapshot
-does nothing; use ``dpusim rshim write "SW_RESET 1"``.
+Files are refreshed whenever ``state.open_node`` saves a changed card. The misc file is also
+writable like the real one: ``echo "SW_RESET 1" > $DPUSIM_ROOT/dev/rshim0/misc`` replaces the
+snapshot with that line; the next twin call on that root (any tool, ``dpusim rshim cat``)
+applies it (``consume_writes``) and renders the snapshot again. ``dpusim rshim write`` applies at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -36,15 +39,52 @@ def _link(link: Path, target: Path) -> None:
     link.symlink_to(target)
 
 
+def _misc_path(node: Any, card: Any) -> Path:
+    return card.dir / "files" / (Path(node.card_entry(card)["rshim"]).name + "-misc")
+
+
 def render_card(node: Any, card: Any) -> None:
     if not card.is_bluefield:
         return
     files = card.dir / "files"
     _write(files / "mlnx-release", card.data["dpu_os"]["release"] + "\n")
     if node.role == "host":
-        entry = node.card_entry(card)
-        name = Path(entry["rshim"]).name
-        _write(files / (name + "-misc"), rshim.render_misc(node, card, consume=False))
+        path = _misc_path(node, card)
+        text = rshim.render_misc(node, card, consume=False)
+        _write(path, text)
+        _write(path.with_name(path.name + ".sha256"), hashlib.sha256(text.encode()).hexdigest() + "\n")
+
+
+def consume_writes(node: Any) -> bool:
+    """Apply ``KEY VALUE`` lines written into a host's misc snapshot since it was rendered."""
+    applied = False
+    if node.role != "host":
+        return applied
+    for card in node.cards:
+        if not card.is_bluefield:
+            continue
+        path = _misc_path(node, card)
+        stamp = path.with_name(path.name + ".sha256")
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            rendered = stamp.read_text().strip()
+        except OSError:
+            continue
+        if hashlib.sha256(text.encode()).hexdigest() == rendered:
+            continue
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                rshim.write_misc(node, card, line)
+            except rshim.RshimError:
+                continue  # the real driver rejects the write (EINVAL); nothing changes
+            applied = True
+        # mark as consumed even when nothing applied, so the next render replaces the text
+        stamp.write_text("consumed\n")
+        card.data.setdefault("rshim", {})["misc_writes"] = card.data["rshim"].get("misc_writes", 0) + 1
+        applied = True
+    return applied
 
 
 def link_node(node: Any) -> None:

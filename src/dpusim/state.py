@@ -20,7 +20,9 @@ non-persistent, per-netdev settings such as QoS; faults) belongs to one OS insta
 Concurrency: every read-modify-write holds an exclusive ``flock`` on the node lock and on the lock
 of each card (taken in a fixed order: node first, then cards by path), and every save writes a
 temporary file in the same directory, fsyncs it and ``os.replace``-s it over the old file, so a
-reader never sees a half-written file and two tools never lose each other's updates. Long
+reader never sees a half-written file and two tools never lose each other's updates. Text written
+into a host's ``$DPUSIM_ROOT/dev/rshimN/misc`` (``echo "SW_RESET 1" > .../misc``) is applied at the
+next ``open_node``/``load_node`` of that root (``files.consume_writes``). Long
 operations (burns, resets, bfb-install) must not sleep inside ``open_node``: do the state change,
 leave the block, sleep, then open again.
 
@@ -236,8 +238,9 @@ def open_node(root: str | os.PathLike[str] | None = None, write: bool = True) ->
             cards = [loaded[Path(entry["card_dir"])] for entry in data["cards"]]
             node = Node(rdir, data, cards)
             _sync_boot(node)
+            written = files.consume_writes(node)
             yield node
-            if write:
+            if write or written:
                 for card in loaded.values():
                     if card.changed():
                         write_json(card.dir / CARD_FILE, card.data)

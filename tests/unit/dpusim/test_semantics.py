@@ -412,3 +412,22 @@ def test_two_burns_at_once_do_not_both_write(twin, tmp_path):
     assert second.returncode == 1 and "burn of 28.44.1000 in progress" in second.stdout
     fw = t.card().data["firmware"]
     assert fw["active_bank"] == 1 and fw["banks"][0]["version"] == "28.43.1014"
+
+
+def test_rshim_misc_file_reads_and_writes(twin, tmp_path):
+    pair = tmp_path / "pair"
+    host = twin("bluefield3", role="host", card_dir=pair, name="host")
+    dpu = twin("bluefield3", role="dpu", card_dir=pair, name="dpu")
+    misc = host.root / "dev" / "rshim0" / "misc"
+    assert misc.read_text().startswith("DISPLAY_LEVEL   0 (0:basic, 1:advanced, 2:log)\n")
+    boots = dpu.card().data["arm_boot_id"]
+    misc.write_text("SW_RESET 1\n")
+    assert host.run("mst", "status")[0] == 0, "any twin call on the host applies the write"
+    assert dpu.card().data["arm_boot_id"] == boots + 1
+    assert misc.read_text().startswith("DISPLAY_LEVEL   0 "), "the snapshot is rendered again"
+    misc.write_text("DISPLAY_LEVEL 2\n")
+    host.run("mst", "status")
+    assert " INFO[MISC]: DPU is ready\n" in misc.read_text()
+    misc.write_text("NOT_A_KEY 1\n")
+    host.run("mst", "status")
+    assert misc.read_text().startswith("DISPLAY_LEVEL   2 ")
