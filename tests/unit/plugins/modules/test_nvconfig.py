@@ -284,3 +284,22 @@ def test_missing_tool_says_what_to_install(monkeypatch, capsys):
 ])
 def test_value_forms(given, printed, same):
     assert nvconfig.Desired("P", given).matches("P", printed) is same
+
+
+def test_mode_dpu_on_bluefield2_sets_the_five_parameters(monkeypatch, capsys):
+    head = BF3_HEAD.replace("BlueField3      ", "BlueField2      ")
+    nic = ("EMBEDDED_CPU(1)", "EXT_HOST_PF(1)", "EXT_HOST_PF(1)", "EXT_HOST_PF(1)", "DISABLED(1)")
+    names = ("INTERNAL_CPU_MODEL", "INTERNAL_CPU_PAGE_SUPPLIER", "INTERNAL_CPU_ESWITCH_MANAGER",
+             "INTERNAL_CPU_IB_VPORT0", "INTERNAL_CPU_OFFLOAD_ENGINE")
+    table = query(head=head, **{n: ("x", v, v) for n, v in zip(names, nic, strict=True)})
+    argv = ["mlxconfig", "-d", DEV, "-y", "set", "INTERNAL_CPU_ESWITCH_MANAGER=ECPF", "INTERNAL_CPU_IB_VPORT0=ECPF",
+            "INTERNAL_CPU_OFFLOAD_ENGINE=ENABLED", "INTERNAL_CPU_PAGE_SUPPLIER=ECPF"]
+    dpu = ("EMBEDDED_CPU(1)", "ECPF(0)", "ECPF(0)", "ECPF(0)", "ENABLED(0)")
+    after = query(head=head, **{n: ("x", c, v) for n, c, v in zip(names, nic, dpu, strict=True)})
+    result = run_module(monkeypatch, capsys, {"device": DEV, "mode": "dpu"}, [
+        (Q, 0, table, ""), (argv, 0, set_output([(n, c, v) for n, c, v in zip(names, nic, dpu, strict=True)
+                                                  if c != v]), ""),
+        (Q, 0, after, ""), VERSION])
+    assert result["mode"] == {"current": "nic", "next_boot": "dpu"}
+    assert [c["name"] for c in result["changes"]] == sorted(names[1:])
+    assert result["reset_required"] == "power_cycle"
