@@ -58,7 +58,8 @@ options:
   power_cycle_method:
     description:
       - How a power cycle of the server is done. C(none) - not available, the module fails naming what is
-        pending and why a power cycle is needed. C(command) - run O(power_cycle_command).
+        pending and why a power cycle is needed (in check mode too, so a plan shows it before anything is
+        written). C(command) - run O(power_cycle_command).
         C(ipmitool) - C(ipmitool chassis power cycle) against O(ipmi). C(redfish) - a
         C(ComputerSystem.Reset) POST to O(redfish). C(pause) - a person does it; the module fails with what
         to do unless it was done already (the C(bluefleet.dpu.firmware) role pauses for the person first).
