@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -164,7 +165,17 @@ def cmd_tools(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dpusim", description="BlueField / ConnectX device twin")
     p.add_argument("--root", help="node root (default: $DPUSIM_ROOT)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", default=argparse.SUPPRESS, help="node root (default: $DPUSIM_ROOT)")
     sub = p.add_subparsers(dest="command", required=True)
+    real_add = sub.add_parser
+
+    def add_parser(name: str, **kwargs):
+        if name != "env":
+            kwargs.setdefault("parents", [common])
+        return real_add(name, **kwargs)
+
+    sub.add_parser = add_parser  # every sub-command also takes --root after its name
     s = sub.add_parser("env", help="write DIR/bin and print shell exports")
     s.add_argument("--root", required=True)
     s.set_defaults(func=cmd_env)
@@ -217,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
             profiles.ProfileError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `dpusim state | head`
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # silence the interpreter's flush at exit
+        return 141
 
 
 if __name__ == "__main__":

@@ -78,6 +78,8 @@ def test_clear_errors_without_root_or_init(tmp_path):
     assert res.returncode == 2 and "invalid choice" in res.stderr
     res = sh(f"{dpusim_cmd()} --root X init --profile connectx7 --role dpu", tmp_path)
     assert res.returncode == 1 and "not a BlueField" in res.stderr
+    res = sh(f"{dpusim_cmd()} init --root Y --profile connectx7 && {dpusim_cmd()} state --root Y | head -c 1", tmp_path)
+    assert res.returncode == 0 and res.stdout.endswith("{") and res.stderr == ""
 
 
 def test_state_json_and_several_cards(twin):
