@@ -12,6 +12,7 @@ Order of decisions for every call:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -91,7 +92,9 @@ def run(name: str, argv: list[str]) -> int:
     except state.StateError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    except BrokenPipeError:
+    except BrokenPipeError:  # `mlxconfig q | head`
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # silence the interpreter's flush at exit
         return 141
 
 
