@@ -296,10 +296,9 @@ def test_mode_dpu_on_bluefield2_sets_the_five_parameters(monkeypatch, capsys):
             "INTERNAL_CPU_OFFLOAD_ENGINE=ENABLED", "INTERNAL_CPU_PAGE_SUPPLIER=ECPF"]
     dpu = ("EMBEDDED_CPU(1)", "ECPF(0)", "ECPF(0)", "ECPF(0)", "ENABLED(0)")
     after = query(head=head, **{n: ("x", c, v) for n, c, v in zip(names, nic, dpu, strict=True)})
+    written = set_output([(n, c, v) for n, c, v in zip(names, nic, dpu, strict=True) if c != v])
     result = run_module(monkeypatch, capsys, {"device": DEV, "mode": "dpu"}, [
-        (Q, 0, table, ""), (argv, 0, set_output([(n, c, v) for n, c, v in zip(names, nic, dpu, strict=True)
-                                                  if c != v]), ""),
-        (Q, 0, after, ""), VERSION])
+        (Q, 0, table, ""), (argv, 0, written, ""), (Q, 0, after, ""), VERSION])
     assert result["mode"] == {"current": "nic", "next_boot": "dpu"}
     assert [c["name"] for c in result["changes"]] == sorted(names[1:])
     assert result["reset_required"] == "power_cycle"
