@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Inventory of simulated GPU hosts and their DPUs on the local connection."""
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ description:
     any other step. Existing roots are reused, so state persists between runs.
   - Tasks reach the twin through the C(bluefleet_environment) host variable (PATH and
     DPUSIM_ROOT), which the plays of this collection pass to C(environment).
+  - Each host also gets the settings that differ between a twin and a real machine
+    (C(preflight_fs_root), C(firmware_power_cycle_method), C(firmware_power_cycle_command),
+    C(firmware_reboot_command)); a real inventory sets them for its BMCs instead.
 options:
   plugin:
     description: Marks this file as a configuration of this plugin.
@@ -129,8 +132,15 @@ class InventoryModule(BaseInventoryPlugin):
         self.inventory.set_variable(name, "bluefleet_twin_root", root)
         self.inventory.set_variable(name, "bluefleet_environment", {
             "DPUSIM_ROOT": root,
-            "PATH": os.path.join(root, "bin") + os.pathsep + os.environ.get("PATH", os.defpath),
+            "PATH": os.pathsep.join([os.path.join(root, "bin"), os.path.dirname(dpusim),
+                                     os.environ.get("PATH", os.defpath)]),
         })
+        # What a real machine has at / (/dev/rshimN, /sys/...) the twin keeps under its root; a
+        # power cycle or reboot of a simulated machine is the twin's own command.
+        self.inventory.set_variable(name, "preflight_fs_root", root)
+        self.inventory.set_variable(name, "firmware_power_cycle_method", "command")
+        self.inventory.set_variable(name, "firmware_power_cycle_command", [dpusim, "--root", root, "power-cycle"])
+        self.inventory.set_variable(name, "firmware_reboot_command", [dpusim, "--root", root, "reboot"])
 
     @staticmethod
     def _run(argv):

@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parsers for iproute2 ``devlink`` output: dev info, dev eswitch, port, dev param.
 
 Both forms are read: the text form and the JSON form (``devlink -j`` / ``-jp``), told apart by

@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Before/after comparison shared by the bluefleet modules.
 
 ``changed_keys(before, after)`` names what differs (dotted paths for nested dicts);

@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parser for ``ethtool -k IF`` (offload features), whole or filtered through grep.
 
 Layout (ethtool source, netlink/features.c ``features_reply_cb`` / ``dump_feature``, read at

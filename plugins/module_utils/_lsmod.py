@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parser for ``lsmod`` (kmod), whole or filtered through grep.
 
 Layout (kmod tools/lsmod.c, read at kmod-project/kmod@19430f9e1e729b8a5d0e1031e873da42221058dc, and

@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parsers for ``nvidia-smi`` (the default table) and ``nvidia-smi topo -m`` / ``topo -mp``.
 
 The default table (verbatim samples ``shared/corpus/nvidia-smi/h100-*``: the 535 layout with a

@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Shared pieces of the pure parsers: the one error type they raise and small text helpers.
 
 Every parser in this folder takes the text a tool printed and returns plain data

@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parser for perftest bandwidth reports (``ib_write_bw``; ``ib_read_bw``/``ib_send_bw`` print the same).
 
 Layout (verbatim samples ``shared/corpus/perftest/*`` and perftest src/perftest_parameters.h

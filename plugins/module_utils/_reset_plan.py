@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The reset planner: which reset activates a change, and the smallest single reset for a node.
 
 Pure: data in, data out; no I/O, no AnsibleModule. Facts: shared/docs/hardware-facts.md

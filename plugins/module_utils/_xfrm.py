@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parsers for ``ip [-d] [-s] xfrm state`` and ``ip xfrm policy`` (iproute2 ip/ipxfrm.c, ip/xfrm_*.c).
 
 Layout (``shared/corpus/ip-xfrm/FORMAT-from-source.md`` and the verbatim samples): a record starts
