@@ -78,6 +78,16 @@ class Topology:
 
 
 # ------------------------------------------------------------------ inventory
+# What differs between a container with the twin and a real machine: the twin keeps /dev/rshimN
+# and /sys files under its root, and a machine's reboot / power cycle is the twin's command.
+# molecule/default/molecule.yml carries the same values (tests/integration/test_lab.py checks).
+TWIN_VARS: dict[str, object] = {
+    "preflight_fs_root": TWIN_ROOT,
+    "firmware_power_cycle_method": "command",
+    "firmware_power_cycle_command": ["dpusim", "power-cycle"],
+    "firmware_reboot_command": ["dpusim", "reboot"],
+}
+
 def host_vars(topo: Topology) -> dict[str, dict[str, object]]:
     """Pairing variables, as DESIGN.md names them (also the source of molecule/default's host_vars)."""
     out: dict[str, dict[str, object]] = {}
@@ -96,6 +106,7 @@ def inventory(topo: Topology) -> dict[str, object]:
                 "ansible_connection": "community.docker.docker",
                 "ansible_python_interpreter": "/usr/bin/python3",
                 "bluefleet_lab_prefix": topo.prefix,
+                **TWIN_VARS,
             },
             "children": {
                 "gpu_hosts": {"hosts": {p.host: hv[p.host] for p in pairs}},

@@ -88,6 +88,8 @@ def test_molecule_scenario_uses_the_lab_layout():
     spec = yaml.safe_load((ROOT / "molecule" / "default" / "molecule.yml").read_text())
     topo = Topology("mol", 2)
     assert spec["provisioner"]["inventory"]["host_vars"] == lab_wiring.host_vars(topo)
+    group_all = spec["provisioner"]["inventory"]["group_vars"]["all"]
+    assert {k: group_all.get(k) for k in lab_wiring.TWIN_VARS} == lab_wiring.TWIN_VARS
     platforms = {p["name"]: p for p in spec["platforms"]}
     for pair in topo.all_pairs():
         host, dpu = platforms[pair.host], platforms[pair.dpu]
