@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure helpers of the ``bfb_install`` module: bf.cfg rendering, rshim misc checks, console classification.
 
 No I/O and no AnsibleModule here; the module reads files and runs tools.

@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ description:
     installer's C(mlxfwreset -l 3) was not supported), else C(none) (the DPU rebooted itself). Known only when
     O(device) is set; in check mode the worst case is reported.
 author:
-  - bluefleet developers
+  - bluefleet developers (!UNKNOWN)
 options:
   bfb:
     description: Path of the BFB bundle on the GPU host.

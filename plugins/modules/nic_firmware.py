@@ -1,5 +1,5 @@
-# Copyright: bluefleet developers
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ description:
   - A burnt firmware runs after C(mlxfwreset) or a reboot (flint says so); RV(reset_required) is
     C(firmware_reset) while it waits. Use M(bluefleet.dpu.fw_reset) to apply the smallest reset for the node.
 author:
-  - bluefleet developers
+  - bluefleet developers (!UNKNOWN)
 options:
   device:
     description: The card, as the tools take it in C(-d) - an mst device (C(/dev/mst/mt41692_pciconf0)) or a PCI

@@ -278,4 +278,3 @@ def test_dpu_that_never_comes_back(fleet):
         dpusim("--root", host, "fault", "clear", "dpu_never_returns")
         dpusim("--root", host, "rshim", "write", "SW_RESET 1")
     assert card(fleet, "sim01-dpu")["arm"]["state"] == "running"
-

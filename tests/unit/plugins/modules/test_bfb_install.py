@@ -97,6 +97,9 @@ def lab(tmp_path):
             "poll_interval": 1}
 
 
+LAST = {}  # the runner and the module's printed output of the latest run()
+
+
 def run(monkeypatch, capsys, args, steps, check_mode=False):
     runner = FakeRunner(steps)
     monkeypatch.setattr(bfb_install, "ToolRunner", lambda timeout, environ=None: runner)
@@ -108,7 +111,8 @@ def run(monkeypatch, capsys, args, steps, check_mode=False):
     out = capsys.readouterr().out
     result = json.loads(out)
     assert not runner.steps, "commands not run: %r" % (runner.steps,)
-    return result, runner, out
+    LAST.update(runner=runner, out=out)
+    return result
 
 
 BFVER = ["ssh", "ubuntu@dpu", "bfver"]
@@ -122,7 +126,7 @@ def install(lab, config=False):
 
 
 def test_installs_once_waits_for_the_dpu_and_reports_versions(monkeypatch, capsys, lab):
-    result, runner, _ = run(monkeypatch, capsys, dict(lab, device=DEV), [
+    result = run(monkeypatch, capsys, dict(lab, device=DEV), [
         (BFVER, 0, BFVER_BEFORE, ""), (FLINT, 0, FLINT_RUNNING, ""),
         (install(lab), 0, CONSOLE_OK, ""),
         (BFVER, *DOWN), (BFVER, 0, BFVER_AFTER, ""), (FLINT, 0, FLINT_RUNNING, ""), VERSION])
@@ -137,12 +141,12 @@ def test_installs_once_waits_for_the_dpu_and_reports_versions(monkeypatch, capsy
                                "generation": 3, "mode": "dpu"}
     assert result["reset_required"] == "none"
     assert result["bf_cfg"] == {}
-    assert runner.timeouts[2] == 1800
+    assert LAST["runner"].timeouts[2] == 1800
     assert [argv[0] for argv in result["cmd"]] == ["ssh", "flint", "bfb-install", "ssh", "ssh", "flint", "bfb-install"]
 
 
 def test_release_already_running_is_no_change(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_AFTER, ""), VERSION])
+    result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_AFTER, ""), VERSION])
     assert result["changed"] is False
     assert result["console"] == {}
     assert result["reset_required"] == "none"
@@ -150,7 +154,7 @@ def test_release_already_running_is_no_change(monkeypatch, capsys, lab):
 
 
 def test_check_mode_pushes_nothing_and_reports_the_worst_reset(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""), VERSION], check_mode=True)
+    result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""), VERSION], check_mode=True)
     assert result["changed"] is True
     assert result["versions"]["after"]["release"] == RELEASE
     assert result["reset_required"] == "power_cycle"
@@ -159,21 +163,21 @@ def test_check_mode_pushes_nothing_and_reports_the_worst_reset(monkeypatch, caps
 
 
 def test_check_mode_without_nic_firmware_update_needs_no_reset(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, dict(lab, nic_firmware_update=False),
+    result = run(monkeypatch, capsys, dict(lab, nic_firmware_update=False),
                        [(BFVER, 0, BFVER_BEFORE, ""), VERSION], check_mode=True)
     assert result["reset_required"] == "none"
     assert result["bf_cfg"] == {"WITH_NIC_FW_UPDATE": "no"}
 
 
 def test_diff_has_release_and_firmware(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, lab, [
+    result = run(monkeypatch, capsys, lab, [
         (BFVER, 0, BFVER_BEFORE, ""), (install(lab), 0, CONSOLE_OK, ""), (BFVER, 0, BFVER_AFTER, ""), VERSION])
     assert result["diff"]["before"] == {"release": "bf-bundle-2.9.1-40_24.11-ubuntu-22.04_prod", "nic_firmware": None}
     assert result["diff"]["after"] == {"release": RELEASE, "nic_firmware": None}
 
 
 def test_bundled_firmware_waiting_for_activation_needs_a_power_cycle(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, dict(lab, device=DEV), [
+    result = run(monkeypatch, capsys, dict(lab, device=DEV), [
         (BFVER, 0, BFVER_BEFORE, ""), (FLINT, 0, FLINT_RUNNING, ""), (install(lab), 0, CONSOLE_OK, ""),
         (BFVER, 0, BFVER_AFTER, ""), (FLINT, 0, FLINT_PENDING, ""), VERSION])
     assert result["reset_required"] == "power_cycle"
@@ -184,17 +188,17 @@ def test_bf_cfg_is_private_complete_deleted_and_secrets_never_returned(monkeypat
     args = dict(lab, ubuntu_password_hash=HASH, bf_cfg_secrets={"BMC_PASSWORD": BMC_SECRET},
                 bf_cfg={"UPDATE_ATF_UEFI": True, "NET_RSHIM_MAC": "00:1a:ca:ff:ff:11"}, hostname="dpu-01",
                 nic_firmware_update=True)
-    result, runner, out = run(monkeypatch, capsys, args, [
+    result = run(monkeypatch, capsys, args, [
         (BFVER, 0, BFVER_BEFORE, ""), (install(lab, config=True), 0, CONSOLE_OK, ""), (BFVER, 0, BFVER_AFTER, ""),
         VERSION])
-    [config] = runner.configs
+    [config] = LAST["runner"].configs
     assert config["mode"] == 0o600
     assert config["text"] == ("UPDATE_ATF_UEFI='yes'\nNET_RSHIM_MAC='00:1a:ca:ff:ff:11'\nWITH_NIC_FW_UPDATE='yes'\n"
                               "BMC_PASSWORD='%s'\nubuntu_PASSWORD='%s'\n\nbfb_modify_os()\n{\n"
                               "    echo 'dpu-01' > /mnt/etc/hostname\n}\n" % (BMC_SECRET, HASH))
     assert not os.path.exists(config["path"])
     assert not os.path.exists(os.path.dirname(config["path"]))
-    assert HASH not in out and BMC_SECRET not in out
+    assert HASH not in LAST["out"] and BMC_SECRET not in LAST["out"]
     assert result["bf_cfg"] == {"UPDATE_ATF_UEFI": "yes", "NET_RSHIM_MAC": "00:1a:ca:ff:ff:11",
                                 "WITH_NIC_FW_UPDATE": "yes", "BMC_PASSWORD": "********",
                                 "ubuntu_PASSWORD": "********", "bfb_modify_os": "hostname dpu-01"}
@@ -202,31 +206,31 @@ def test_bf_cfg_is_private_complete_deleted_and_secrets_never_returned(monkeypat
 
 def test_secrets_absent_from_a_failure_that_echoes_them(monkeypatch, capsys, lab):
     echo = CONSOLE_CORRUPT + "Error: bad line ubuntu_PASSWORD='%s'\n" % HASH
-    result, runner, out = run(monkeypatch, capsys, dict(lab, ubuntu_password_hash=HASH), [
+    result = run(monkeypatch, capsys, dict(lab, ubuntu_password_hash=HASH), [
         (BFVER, 0, BFVER_BEFORE, ""), (install(lab, config=True), 1, echo, "")])
     assert result["failed"] is True
-    assert HASH not in out
+    assert HASH not in LAST["out"]
     assert "********" in result["stdout"]
-    assert not os.path.exists(runner.configs[0]["path"])
+    assert not os.path.exists(LAST["runner"].configs[0]["path"])
 
 
 def test_clear_text_password_is_refused_before_anything(monkeypatch, capsys, lab):
-    result, _, out = run(monkeypatch, capsys, dict(lab, ubuntu_password_hash="hunter2hunter2"), [])
+    result = run(monkeypatch, capsys, dict(lab, ubuntu_password_hash="hunter2hunter2"), [])
     assert result["failed"] is True
     assert "never pass a clear-text password" in result["msg"]
-    assert "hunter2hunter2" not in out
+    assert "hunter2hunter2" not in LAST["out"]
     assert result["cmd"] == []
 
 
 def test_credential_in_plain_bf_cfg_is_refused(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, dict(lab, bf_cfg={"BMC_PASSWORD": "x"}), [])
+    result = run(monkeypatch, capsys, dict(lab, bf_cfg={"BMC_PASSWORD": "x"}), [])
     assert result["msg"] == ("install BFB failed: bf.cfg key BMC_PASSWORD looks like a credential; pass it in "
                              "bf_cfg_secrets (no_log) instead of bf_cfg")
 
 
 def test_tool_failure_reports_the_error_line(monkeypatch, capsys, lab):
     err = "Error: Need to provide either bfb or pldm file.\n"
-    result, _, _ = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""), (install(lab), 1, err, "")])
+    result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""), (install(lab), 1, err, "")])
     assert result["failed"] is True
     assert result["msg"] == "install BFB failed: Error: Need to provide either bfb or pldm file."
     assert result["failure"] == "usage"
@@ -234,7 +238,7 @@ def test_tool_failure_reports_the_error_line(monkeypatch, capsys, lab):
 
 
 def test_wrong_generation_is_refused_before_the_push(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, dict(lab, generation=2), [])
+    result = run(monkeypatch, capsys, dict(lab, generation=2), [])
     assert result["failed"] is True
     assert result["msg"] == ("install BFB failed: the bundle is for BlueField-2 and the card on %s is "
                              "BlueField-3(Rev 1); use the bundle for BlueField-3" % lab["rshim"])
@@ -242,7 +246,7 @@ def test_wrong_generation_is_refused_before_the_push(monkeypatch, capsys, lab):
 
 
 def test_wrong_generation_seen_on_the_console(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""),
+    result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""),
                                                   (install(lab), 1, CONSOLE_GENERATION, "")])
     assert result["failure"] == "wrong_generation"
     assert "'Invalid FW Package'" in result["msg"]
@@ -250,7 +254,7 @@ def test_wrong_generation_seen_on_the_console(monkeypatch, capsys, lab):
 
 
 def test_corrupt_bundle_refused_by_sha256(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, dict(lab, sha256="ab" * 32), [])
+    result = run(monkeypatch, capsys, dict(lab, sha256="ab" * 32), [])
     digest = hashlib.sha256(b"bfb bundle bytes").hexdigest()
     assert result["msg"] == ("install BFB failed: the bundle %s has sha256 %s, expected %s; the file is damaged or "
                              "not the one meant, download it again" % (lab["bfb"], digest, "ab" * 32))
@@ -258,7 +262,7 @@ def test_corrupt_bundle_refused_by_sha256(monkeypatch, capsys, lab):
 
 
 def test_corrupt_bundle_seen_on_the_console(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""),
+    result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""),
                                                   (install(lab), 1, CONSOLE_CORRUPT, "")])
     assert result["failure"] == "corrupt"
     assert "INTEGRITY_FAIL" in result["msg"]
@@ -266,7 +270,7 @@ def test_corrupt_bundle_seen_on_the_console(monkeypatch, capsys, lab):
 
 def test_missing_rshim_is_refused(monkeypatch, capsys, lab, tmp_path):
     path = str(tmp_path / "dev" / "rshim1")
-    result, _, _ = run(monkeypatch, capsys, dict(lab, rshim=path), [])
+    result = run(monkeypatch, capsys, dict(lab, rshim=path), [])
     assert result["msg"].startswith("install BFB failed: the rshim device %s is not present on this host" % path)
     assert "if the BMC owns the rshim, release it there first" in result["msg"]
 
@@ -274,13 +278,13 @@ def test_missing_rshim_is_refused(monkeypatch, capsys, lab, tmp_path):
 def test_rshim_in_drop_mode_is_refused(monkeypatch, capsys, lab):
     with open(os.path.join(lab["rshim"], "misc"), "w") as handle:
         handle.write(MISC.replace("DROP_MODE       0", "DROP_MODE       1"))
-    result, _, _ = run(monkeypatch, capsys, lab, [])
+    result = run(monkeypatch, capsys, lab, [])
     assert result["msg"].startswith("install BFB failed: %s is in drop mode (DROP_MODE 1): another rshim backend, "
                                     "usually the BMC, holds the device" % lab["rshim"])
 
 
 def test_rshim_busy_seen_by_bfb_install(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""), (install(lab), 1, CONSOLE_BUSY, "")])
+    result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""), (install(lab), 1, CONSOLE_BUSY, "")])
     assert result["failure"] == "rshim_unavailable"
     assert "another backend (the BMC) owns it" in result["msg"]
 
@@ -289,7 +293,7 @@ def test_dpu_that_never_comes_back(monkeypatch, capsys, lab):
     now = [0.0]
     monkeypatch.setattr(bfb_install.time, "monotonic", lambda: now[0])
     monkeypatch.setattr(bfb_install.time, "sleep", lambda s: now.__setitem__(0, now[0] + s))
-    result, _, _ = run(monkeypatch, capsys, dict(lab, ready_timeout=2), [
+    result = run(monkeypatch, capsys, dict(lab, ready_timeout=2), [
         (BFVER, 0, BFVER_BEFORE, ""), (install(lab), 0, CONSOLE_OK, ""),
         (BFVER, *DOWN), (BFVER, *DOWN), (BFVER, *DOWN)])
     assert result["failed"] is True
@@ -301,7 +305,7 @@ def test_dpu_that_never_comes_back(monkeypatch, capsys, lab):
 
 
 def test_boot_that_stops_on_the_console(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""),
+    result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""),
                                                   (install(lab), 1, CONSOLE_STOPPED, "")])
     assert result["failure"] == "stopped"
     assert result["msg"].startswith("install BFB failed: the DPU stopped booting the BFB after 'start'")
@@ -310,14 +314,14 @@ def test_boot_that_stops_on_the_console(monkeypatch, capsys, lab):
 def test_nic_mode_ends_on_its_own_marker(monkeypatch, capsys, lab):
     with open(os.path.join(lab["rshim"], "misc"), "w") as handle:
         handle.write(MISC.replace("DPU mode", "NIC mode"))
-    result, _, _ = run(monkeypatch, capsys, lab, [
+    result = run(monkeypatch, capsys, lab, [
         (BFVER, 0, BFVER_BEFORE, ""), (install(lab), 0, CONSOLE_NIC, ""), (BFVER, 0, BFVER_AFTER, ""), VERSION])
     assert result["rshim"]["mode"] == "nic"
     assert result["console"]["marker"] == "In Enhanced NIC mode"
 
 
 def test_dpu_reporting_another_release_after_install_fails(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, lab, [
+    result = run(monkeypatch, capsys, lab, [
         (BFVER, 0, BFVER_BEFORE, ""), (install(lab), 0, CONSOLE_OK, ""), (BFVER, 0, BFVER_BEFORE, "")])
     assert result["msg"] == ("install BFB failed: bfb-install finished (Installation finished) but the DPU reports "
                              "bf-bundle-2.9.1-40_24.11-ubuntu-22.04_prod, not %s; check that version names the "
@@ -325,7 +329,7 @@ def test_dpu_reporting_another_release_after_install_fails(monkeypatch, capsys, 
 
 
 def test_unreachable_dpu_before_is_installed(monkeypatch, capsys, lab):
-    result, _, _ = run(monkeypatch, capsys, lab, [(BFVER, *DOWN), VERSION], check_mode=True)
+    result = run(monkeypatch, capsys, lab, [(BFVER, *DOWN), VERSION], check_mode=True)
     assert result["changed"] is True
     assert result["versions"]["before"]["release"] is None
     assert result["dpu"]["answers"] is False
