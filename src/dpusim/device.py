@@ -122,7 +122,15 @@ def node_reboot(node: Any) -> dict[str, list[str]]:
             continue
         mark_unsettled(card)
         result[str(card.dir)] = activate(card, power_cycle=False)
+    _drop_unloaded_sysfs(node)
     return result
+
+
+def _drop_unloaded_sysfs(node: Any) -> None:
+    """A reboot unloads modules: their sysfs files under the twin root go too."""
+    from dpusim import linux_state  # linux_state builds on state; imported late to keep device light
+
+    linux_state.sync_sysfs(node)
 
 
 def power_cycle(node: Any) -> dict[str, list[str]]:
@@ -142,4 +150,5 @@ def power_cycle(node: Any) -> dict[str, list[str]]:
                 node.data["seen_arm_boot_id"] = card.data["arm_boot_id"]
         fw = card.data["firmware"]
         fw["burn_in_progress"] = None
+    _drop_unloaded_sysfs(node)
     return result

@@ -19,6 +19,7 @@ FAULTS: dict[str, tuple[str, str]] = {
     "dpu_never_returns": ("card", "after bfb-install or an Arm reset the DPU never prints 'DPU is ready'"),
     "tool_hang": ("node", "the named tools (--tool, default all) hang (sleep --seconds real seconds, default 3600)"),
     "garbage_output": ("node", "the named tools (--tool, default all) print garbage and exit 0"),
+    "peermem_einval": ("node", "modprobe nvidia_peermem fails with EINVAL (driver / OFED ABI mismatch)"),
     "power_cycle_required": ("card", "pending firmware/mlxconfig changes activate only on a power cycle, "
                                      "not on mlxfwreset or a warm reboot"),
 }
