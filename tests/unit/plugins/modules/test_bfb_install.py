@@ -164,7 +164,7 @@ def test_check_mode_pushes_nothing_and_reports_the_worst_reset(monkeypatch, caps
 
 def test_check_mode_without_nic_firmware_update_needs_no_reset(monkeypatch, capsys, lab):
     result = run(monkeypatch, capsys, dict(lab, nic_firmware_update=False),
-                       [(BFVER, 0, BFVER_BEFORE, ""), VERSION], check_mode=True)
+                 [(BFVER, 0, BFVER_BEFORE, ""), VERSION], check_mode=True)
     assert result["reset_required"] == "none"
     assert result["bf_cfg"] == {"WITH_NIC_FW_UPDATE": "no"}
 
@@ -247,7 +247,7 @@ def test_wrong_generation_is_refused_before_the_push(monkeypatch, capsys, lab):
 
 def test_wrong_generation_seen_on_the_console(monkeypatch, capsys, lab):
     result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""),
-                                                  (install(lab), 1, CONSOLE_GENERATION, "")])
+                                            (install(lab), 1, CONSOLE_GENERATION, "")])
     assert result["failure"] == "wrong_generation"
     assert "'Invalid FW Package'" in result["msg"]
     assert result["console"]["log"] == ["INFO[PSC]: PSC BL1 START", "ERR[PSC]: Invalid FW Package"]
@@ -263,7 +263,7 @@ def test_corrupt_bundle_refused_by_sha256(monkeypatch, capsys, lab):
 
 def test_corrupt_bundle_seen_on_the_console(monkeypatch, capsys, lab):
     result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""),
-                                                  (install(lab), 1, CONSOLE_CORRUPT, "")])
+                                            (install(lab), 1, CONSOLE_CORRUPT, "")])
     assert result["failure"] == "corrupt"
     assert "INTEGRITY_FAIL" in result["msg"]
 
@@ -306,7 +306,7 @@ def test_dpu_that_never_comes_back(monkeypatch, capsys, lab):
 
 def test_boot_that_stops_on_the_console(monkeypatch, capsys, lab):
     result = run(monkeypatch, capsys, lab, [(BFVER, 0, BFVER_BEFORE, ""),
-                                                  (install(lab), 1, CONSOLE_STOPPED, "")])
+                                            (install(lab), 1, CONSOLE_STOPPED, "")])
     assert result["failure"] == "stopped"
     assert result["msg"].startswith("install BFB failed: the DPU stopped booting the BFB after 'start'")
 
