@@ -127,10 +127,12 @@ def node_reboot(node: Any) -> dict[str, list[str]]:
 
 
 def _drop_unloaded_sysfs(node: Any) -> None:
-    """A reboot unloads modules: their sysfs files under the twin root go too."""
+    """A reboot unloads modules (the runtime was just cleared): their sysfs files under the twin root go too."""
     from dpusim import linux_state  # linux_state builds on state; imported late to keep device light
 
-    linux_state.sync_sysfs(node)
+    path = linux_state.peermem_sysfs(node)
+    if path.exists():
+        path.unlink()
 
 
 def power_cycle(node: Any) -> dict[str, list[str]]:
