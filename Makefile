@@ -44,7 +44,7 @@ test: venv
 	$(MAKE) --no-print-directory lint sanity unit integration molecule
 
 lint: venv
-	$(BIN)/ruff check src plugins tests bench
+	$(BIN)/ruff check src plugins tests
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint
 
