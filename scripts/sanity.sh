@@ -23,6 +23,16 @@ fi
 cp "$getpip" "$cache/get_pip_${pip_tag}.py"
 export PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 
+# ansible-test skips its shellcheck test when the program is missing: install it (Debian package).
+if ! command -v shellcheck >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && apt-get install -y -qq shellcheck >/dev/null 2>&1 || \
+     { [ "$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null 2>&1; }; then
+    :
+  else
+    echo "sanity: shellcheck is missing and could not be installed: apt-get install shellcheck" >&2; exit 2
+  fi
+fi
+
 for f in "$root"/tests/sanity/ignore-*.txt; do
   [ -e "$f" ] || continue
   if [ -s "$f" ]; then

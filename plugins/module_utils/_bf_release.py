@@ -137,7 +137,7 @@ def parse_mlxbf_bootctl(text):
         line = raw.strip()
         if ":" not in line:
             continue  # e.g. the command echoed above the output, or a blank line
-        key, _, value = line.partition(":")
+        key, dummy, value = line.partition(":")
         key = " ".join(key.split()).lower()
         if not key:
             continue

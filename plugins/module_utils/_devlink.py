@@ -61,7 +61,7 @@ def _split_handle(line):
     line = _MONITOR_PREFIX_RE.sub("", line.strip())
     if not line:
         return None, None
-    first, _, rest = line.partition(" ")
+    first, dummy, rest = line.partition(" ")
     handle = first[:-1] if first.endswith(":") else first
     if not _HANDLE_RE.match(handle):
         return None, None

@@ -185,7 +185,7 @@ def parse_flint_burn(text):
             recognised = True
             continue
         if "(y/n)" in line:
-            question, _, answer = line.rpartition(":")
+            question, dummy, answer = line.rpartition(":")
             result["prompt"] = question.strip()
             result["answer"] = answer.strip() or None
             continue

@@ -154,7 +154,7 @@ class _Reader:
                 (self.errors if line.startswith("-E-") else self.messages).append(line[3:].strip())
                 continue
             if "(y/n)" in line:
-                question, _, answer = line.rpartition(":")
+                question, dummy, answer = line.rpartition(":")
                 self.prompt = question.strip()
                 self.answer = answer.strip() or None
                 continue

@@ -106,7 +106,7 @@ def parse_mlxfwreset_reset(text):
                 continue
         expect_level = False
         if "?" in line and "[y/N]" in line:
-            question, _, answer = line.rpartition("]")
+            question, dummy, answer = line.rpartition("]")
             result["prompt"] = question + "]"
             result["answer"] = answer.strip() or None
             continue

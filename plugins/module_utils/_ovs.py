@@ -133,7 +133,7 @@ def _flow(line):
     head = _FLOW_HEAD_RE.match(line)
     if not head or ", actions:" not in head.group("stats") and not head.group("stats").startswith("actions:"):
         return None
-    stats_text, _, actions = ("packets:" + head.group("stats")).partition(", actions:")
+    stats_text, dummy, actions = ("packets:" + head.group("stats")).partition(", actions:")
     extra = _EXTRA_RE.search(actions)
     if extra:
         actions = actions[: extra.start()]

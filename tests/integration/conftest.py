@@ -82,5 +82,3 @@ def collection_link():
     link = ROOT / ".collections" / "ansible_collections" / "bluefleet" / "dpu"
     assert link.exists(), "run `make venv` first: %s is missing" % link
     return link
-
-

@@ -89,7 +89,7 @@ def test_bad_usage_is_exit_2(capsys, argv):
 
 
 def test_help_is_exit_0(capsys):
-    rc, out, _ = _run(capsys, ["--help"])
+    rc, out, dummy = _run(capsys, ["--help"])
     assert rc == 0 and "bluefleet parse KIND" in out
 
 
