@@ -76,7 +76,7 @@ def test_mutated_fixture(kind, data):
     bodies = _fixture_bodies(kind)
     assert bodies, f"kind {kind} has no fixture to mutate (see test_every_kind_has_a_fixture)"
     text = data.draw(st.sampled_from(bodies), label="fixture")
-    for dummy in range(data.draw(st.integers(1, 4), label="rounds")):
+    for _round in range(data.draw(st.integers(1, 4), label="rounds")):
         lines = text.split("\n")
         op = data.draw(st.sampled_from(MUTATIONS), label="op")
         i = data.draw(st.integers(0, len(lines) - 1), label="line")
