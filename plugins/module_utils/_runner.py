@@ -11,6 +11,8 @@
   same status a shell gives (``tool_missing()`` tells it from other failures).
 - A timeout is rc 124 (the status coreutils ``timeout`` uses) with ``timed_out`` set.
 - MFT tools sometimes print ``-E- ...`` and exit 0; ``error_reason()`` treats that as an error.
+- ``version_line()`` asks a tool for its version and keeps the first line it prints (modules return
+  it as ``tool_version``).
 
 No AnsibleModule import: modules build a ToolRunner and pass it to their logic, tests pass a fake.
 """
@@ -76,6 +78,18 @@ def error_reason(result):
         last = text[-1].strip() if text else "no output"
         return "exit status %d: %s" % (result.rc, last)
     return None
+
+
+def version_line(runner, argv):
+    """First non-blank stdout line of ``argv`` (a tool's version option), or None.
+
+    None when the tool is missing, fails (``error_reason()``), or prints nothing on stdout.
+    """
+    result = runner.run(list(argv))
+    if error_reason(result):
+        return None
+    lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+    return lines[0] if lines else None
 
 
 class ToolRunner:

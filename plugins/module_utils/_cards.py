@@ -1,0 +1,130 @@
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Finding and reading the cards on a machine, shared by the modules.
+
+- Discovery from ``mst status -v`` (parsed by ``_mst``): ``read_mst()`` runs and parses it,
+  ``only_card()`` picks the one card (mst device without its ``.N`` function suffix, else the PCI
+  address) or fails with the list, ``group_by_card()`` groups PCI functions into cards by PCI device.
+- Side detection: the Arm side of a BlueField sees the host PF representors ``pfNhpf``
+  (``side_of()``); everything else is a host.
+- Reading one card: ``query_nvconfig()`` (``mlxconfig -d DEV -e q``, its device block) and
+  ``flint_versions()`` (``flint -d DEV q``: flashed and running firmware).
+
+Errors are ``_tooling.ToolError`` with the command that explains them. No AnsibleModule import.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import parse_flint_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import parse_mlxconfig_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mst import parse_mst_status
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import ToolError, parse_output, run_tool
+
+MST_STATUS_ARGV = ("mst", "status", "-v")
+
+_FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
+_HOST_REP_RE = re.compile(r"^pf\d+hpf$")
+_BDF_SHORT_RE = re.compile(r"^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+
+
+def side_of(netdevs):
+    """``dpu`` when one of ``netdevs`` is a host PF representor (``pf0hpf``), else ``host``."""
+    return "dpu" if any(_HOST_REP_RE.match(name) for name in netdevs) else "host"
+
+
+def known(value):
+    """mst prints ``NA`` in the DEVICE_TYPE and MST columns when the mst driver is not loaded."""
+    return bool(value) and value != "NA"
+
+
+def full_bdf(pci):
+    """``03:00.0`` -> ``0000:03:00.0`` (devlink handles carry the domain)."""
+    if pci and _BDF_SHORT_RE.match(pci):
+        return "0000:" + pci.lower()
+    return pci.lower() if pci else pci
+
+
+def pci_device(pci):
+    """``0000:37:00.4`` / ``37:00.4`` -> ``0000:37:00`` (the card the function belongs to)."""
+    return full_bdf(pci).rsplit(".", 1)[0]
+
+
+def read_mst(runner, missing_hint=""):
+    """Run and parse ``mst status -v`` to find a card; returns ``(functions, result)``."""
+    result = run_tool(runner, list(MST_STATUS_ARGV), "find the card with mst status -v", missing_hint=missing_hint)
+    return parse_output(parse_mst_status, result, "find the card")["devices"], result
+
+
+def card_handles(functions):
+    """The cards of ``functions`` (rows of ``mst status -v``) as the tools' ``-d`` argument, sorted:
+    the mst device without its ``.N`` function suffix, or the PCI address when mst prints ``NA``."""
+    return sorted({_FUNCTION_SUFFIX_RE.sub("", f["mst"]) if known(f["mst"]) else f["pci"] for f in functions})
+
+
+def only_card(functions, result=None):
+    """The one card of ``functions``; ToolError naming them all when there is not exactly one."""
+    cards = card_handles(functions)
+    if len(cards) != 1:
+        raise ToolError("find the card failed: mst status -v lists %d cards (%s); set the device option"
+                        % (len(cards), ", ".join(cards) or "none"), result)
+    return cards[0]
+
+
+def group_by_card(functions):
+    """Cards from ``mst status -v`` rows: one card = the PCI functions of one PCI device (domain:bus:device).
+
+    SR-IOV VFs of a ConnectX sit on the same device number (corpus/mst/cx7-mst-status-v-container-ocp.txt).
+    Each card: ``mst`` (its first function's mst device, or PCI address when mst prints ``NA``),
+    ``device_type``, ``bluefield``, ``pci``, ``numa``, ``functions``, ``netdevs``, ``rdma_devices`` and
+    ``psid`` / ``part_number`` / ``description`` (null, filled by later queries); sorted by PCI address.
+    """
+    cards = {}
+    for fn in functions:
+        cards.setdefault(pci_device(fn["pci"] or fn["mst"] or ""), []).append(fn)
+    devices = []
+    for unsorted in cards.values():
+        fns = sorted(unsorted, key=lambda f: (full_bdf(f["pci"] or ""), f["mst"] or ""))
+        first = next((f for f in fns if known(f["device_type"])), fns[0])
+        device_type = first["device_type"] if known(first["device_type"]) else None
+        handle = first["mst"] if known(first["mst"]) else first["pci"]
+        devices.append({
+            "mst": handle,
+            "device_type": device_type,
+            "bluefield": bool(device_type and device_type.lower().startswith("bluefield")),
+            "pci": first["pci"],
+            "numa": first["numa"],
+            "functions": [{"mst": f["mst"] if known(f["mst"]) else None, "pci": f["pci"], "rdma": f["rdma"],
+                           "netdevs": list(f["net"]), "numa": f["numa"]} for f in fns],
+            "netdevs": [n for f in fns for n in f["net"]],
+            "rdma_devices": [f["rdma"] for f in fns if f["rdma"]],
+            "psid": None,
+            "part_number": None,
+            "description": None,
+        })
+    devices.sort(key=lambda d: full_bdf(d["pci"] or "") or d["mst"])
+    return devices
+
+
+def query_nvconfig(runner, device, tool="mlxconfig", missing_hint=""):
+    """The device block of ``TOOL -d DEVICE -e q`` (``_mlxconfig.parse_mlxconfig_query``) and the result.
+
+    Error lines in the output, or no device block, raise ToolError.
+    """
+    what = "query NV configuration of %s" % device
+    result = run_tool(runner, [tool, "-d", device, "-e", "q"], what, missing_hint=missing_hint)
+    data = parse_output(parse_mlxconfig_query, result, what)
+    if data["errors"] or not data["devices"]:
+        raise ToolError("%s failed: %s" % (what, "; ".join(data["errors"]) or "no device block"), result)
+    return data["devices"][0], result
+
+
+def flint_versions(runner, device, what, allow_missing=False):
+    """``{"flashed", "running"}`` from ``flint -d DEVICE q`` (running = flashed when flint prints no running
+    line); None when flint is missing and ``allow_missing``."""
+    result = run_tool(runner, ["flint", "-d", device, "q"], what, allow_missing=allow_missing)
+    if result is None:
+        return None
+    q = parse_output(parse_flint_query, result, what)
+    return {"flashed": q["fw_version"], "running": q["running_fw_version"] or q["fw_version"]}
