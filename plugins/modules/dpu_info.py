@@ -242,10 +242,10 @@ cmd:
 
 import glob
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils._bf_release import PARSERS as BF_RELEASE_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import full_bdf, group_by_card, side_of
 from ansible_collections.bluefleet.dpu.plugins.module_utils._devlink import PARSERS as DEVLINK_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import PARSERS as FLINT_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import PARSERS as MLXCONFIG_PARSERS
@@ -254,7 +254,16 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxprivhost import 
 from ansible_collections.bluefleet.dpu.plugins.module_utils._mst import PARSERS as MST_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils._rshim import PARSERS as RSHIM_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    ToolReader,
+    fs_root_spec,
+    nonpositive_seconds,
+    side_spec,
+    timeout_spec,
+    unavailable,
+)
 
 SECTIONS = ("firmware", "nvconfig", "mode", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot", "tool_versions")
 
@@ -269,81 +278,15 @@ VERSION_ARGV = {
     "mlxbf-bootctl": None,
 }
 
-_HOST_REP_RE = re.compile(r"^pf\d+hpf$")
-_BDF_SHORT_RE = re.compile(r"^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
-
-class InfoError(Exception):
-    """A command failed or printed what its parser cannot read; ``main()`` turns it into fail_json."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg = msg
-        self.result = result
-
-    def details(self):
-        return self.result.as_dict() if self.result is not None else {}
-
-
-def known(value):
-    """mst prints ``NA`` in the DEVICE_TYPE and MST columns when the mst driver is not loaded."""
-    return bool(value) and value != "NA"
-
-
-def pci_device(pci):
-    """``0000:37:00.4`` / ``37:00.4`` -> ``0000:37:00`` (the card the function belongs to)."""
-    return full_bdf(pci).rsplit(".", 1)[0]
-
-
-def unavailable(reason):
-    return {"available": False, "reason": reason}
-
-
-def full_bdf(pci):
-    """``03:00.0`` -> ``0000:03:00.0`` (devlink handles carry the domain)."""
-    if pci and _BDF_SHORT_RE.match(pci):
-        return "0000:" + pci.lower()
-    return pci.lower() if pci else pci
-
-
-class DpuInfo:
+class DpuInfo(ToolReader):
     """Gather the facts with one runner; every tool at most once per card."""
 
     def __init__(self, runner, sections, side="auto", fs_root="/"):
-        self.runner = runner
+        super().__init__(runner)
         self.sections = set(sections)
         self.side_option = side
         self.fs_root = fs_root
-        self.missing = []
-        self.used = []
-
-    # -- running and parsing ------------------------------------------------------------------
-    def run(self, argv, what):
-        """Run ``argv``; None when the tool is missing; raise InfoError when it fails."""
-        tool = argv[0]
-        if tool in self.missing:
-            return None
-        result = self.runner.run(list(argv))
-        if tool_missing(result):
-            self.missing.append(tool)
-            return None
-        if tool not in self.used:
-            self.used.append(tool)
-        reason = error_reason(result)
-        if reason:
-            raise InfoError("%s failed: %s" % (what, reason), result)
-        return result
-
-    @staticmethod
-    def parse(parsers, kind, result, what):
-        try:
-            return parsers[kind](result.stdout)
-        except ParseError as exc:
-            raise InfoError("parse %s output failed: %s; the tool printed something this parser does not know: "
-                            "run `bluefleet parse %s` on it and report it" % (what, exc, kind), result) from exc
-
-    def missing_reason(self, tool):
-        return "%s not found on PATH" % tool
 
     # -- discovery ------------------------------------------------------------------------------
     def discover(self):
@@ -351,41 +294,13 @@ class DpuInfo:
         if result is None:
             return None
         data = self.parse(MST_PARSERS, "mst-status", result, "mst status -v")
-        # One card = the PCI functions of one PCI device (domain:bus:device); SR-IOV VFs of a
-        # ConnectX sit on the same device number (corpus/mst/cx7-mst-status-v-container-ocp.txt).
-        cards = {}
-        for fn in data["devices"]:
-            cards.setdefault(pci_device(fn["pci"] or fn["mst"] or ""), []).append(fn)
-        devices = []
-        for unsorted in cards.values():
-            functions = sorted(unsorted, key=lambda f: (full_bdf(f["pci"] or ""), f["mst"] or ""))
-            first = next((f for f in functions if known(f["device_type"])), functions[0])
-            device_type = first["device_type"] if known(first["device_type"]) else None
-            handle = first["mst"] if known(first["mst"]) else first["pci"]
-            devices.append({
-                "mst": handle,
-                "device_type": device_type,
-                "bluefield": bool(device_type and device_type.lower().startswith("bluefield")),
-                "pci": first["pci"],
-                "numa": first["numa"],
-                "functions": [{"mst": f["mst"] if known(f["mst"]) else None, "pci": f["pci"], "rdma": f["rdma"],
-                               "netdevs": list(f["net"]), "numa": f["numa"]} for f in functions],
-                "netdevs": [n for f in functions for n in f["net"]],
-                "rdma_devices": [f["rdma"] for f in functions if f["rdma"]],
-                "psid": None,
-                "part_number": None,
-                "description": None,
-            })
-        devices.sort(key=lambda d: full_bdf(d["pci"] or "") or d["mst"])
+        devices = group_by_card(data["devices"])
         return devices
 
     def detect_side(self, devices):
         if self.side_option != "auto":
             return self.side_option
-        for dev in devices:
-            if any(_HOST_REP_RE.match(n) for n in dev["netdevs"]):
-                return "dpu"
-        return "host"
+        return side_of(n for dev in devices for n in dev["netdevs"])
 
     # -- per card ---------------------------------------------------------------------------------
     def firmware(self, dev):
@@ -418,10 +333,10 @@ class DpuInfo:
             return unavailable(self.missing_reason("mlxconfig"))
         q = self.parse(MLXCONFIG_PARSERS, "mlxconfig-query", result, what)
         if q.get("errors"):
-            raise InfoError("query configuration of %s with mlxconfig failed: %s" % (dev["mst"], q["errors"][0]),
+            raise ToolError("query configuration of %s with mlxconfig failed: %s" % (dev["mst"], q["errors"][0]),
                             result)
         if not q.get("devices"):
-            raise InfoError("query configuration of %s with mlxconfig failed: no device block in the output"
+            raise ToolError("query configuration of %s with mlxconfig failed: no device block in the output"
                             % dev["mst"], result)
         block = q["devices"][0]
         dev["part_number"] = block.get("name")
@@ -468,7 +383,7 @@ class DpuInfo:
             return unavailable(self.missing_reason("mlxprivhost"))
         q = self.parse(MLXPRIVHOST_PARSERS, "mlxprivhost-query", result, "mlxprivhost -d %s q" % dev["mst"])
         if q.get("errors"):
-            raise InfoError("query host privilege of %s with mlxprivhost failed: %s" % (dev["mst"], q["errors"][0]),
+            raise ToolError("query host privilege of %s with mlxprivhost failed: %s" % (dev["mst"], q["errors"][0]),
                             result)
         return {"available": True, "level": q.get("level"), "host_index": q.get("host_index"),
                 "port_functions": q.get("port_functions") or {}}
@@ -490,11 +405,11 @@ class DpuInfo:
                 with open(path, encoding="utf-8", errors="replace") as fh:
                     text = fh.read()
             except OSError as exc:
-                raise InfoError("read %s failed: %s" % (path, exc)) from exc
+                raise ToolError("read %s failed: %s" % (path, exc)) from exc
             try:
                 parsed = RSHIM_PARSERS["rshim-misc"](text)
             except ParseError as exc:
-                raise InfoError("parse %s failed: %s" % (path, exc)) from exc
+                raise ToolError("parse %s failed: %s" % (path, exc)) from exc
             devices.append({"name": os.path.basename(os.path.dirname(path)), "path": path,
                             "fields": parsed.get("fields", {}), "log": parsed.get("log", [])})
         return {"available": True, "devices": devices}
@@ -543,12 +458,7 @@ class DpuInfo:
             if argv is None:
                 versions[tool] = None
                 continue
-            result = self.runner.run(list(argv))
-            if tool_missing(result) or error_reason(result):
-                versions[tool] = None
-                continue
-            lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-            versions[tool] = lines[0] if lines else None
+            versions[tool] = version_line(self.runner, argv)
         return versions
 
     # -- everything -------------------------------------------------------------------------------
@@ -609,22 +519,22 @@ class DpuInfo:
 def argument_spec():
     return {
         "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(SECTIONS)},
-        "side": {"type": "str", "choices": ["auto", "host", "dpu"], "default": "auto"},
-        "fs_root": {"type": "path", "default": "/"},
-        "timeout": {"type": "int", "default": 120},
+        "side": side_spec(),
+        "fs_root": fs_root_spec(),
+        "timeout": timeout_spec(120),
     }
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if module.params["timeout"] <= 0:
-        module.fail_json(msg="gather DPU facts failed: timeout must be a positive number of seconds, got %d"
-                         % module.params["timeout"])
+    problem = nonpositive_seconds(module.params, "gather DPU facts")
+    if problem:
+        module.fail_json(msg=problem)
     runner = ToolRunner(timeout=module.params["timeout"])
     info = DpuInfo(runner, module.params["filter"], module.params["side"], module.params["fs_root"])
     try:
         result = info.gather()
-    except InfoError as exc:
+    except ToolError as exc:
         module.fail_json(msg=exc.msg, cmd_list=[list(a) for a in runner.cmd], **exc.details())
     module.exit_json(**result)
 

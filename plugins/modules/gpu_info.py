@@ -154,8 +154,15 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils._lsmod import PARSERS as LSMOD_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils._nvidia_smi import PARSERS as NVIDIA_SMI_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    ToolReader,
+    fs_root_spec,
+    nonpositive_seconds,
+    timeout_spec,
+    unavailable,
+)
 
 SECTIONS = ("gpus", "topology", "peermem", "tool_versions")
 
@@ -167,22 +174,6 @@ PEERMEM_VERSION_FILE = ("sys", "kernel", "mm", "memory_peers", "nv_mem", "versio
 # nvidia-smi on a machine without a GPU prints this and exits non-zero. Not in the corpus: the
 # sentence as the driver prints it, matched as a substring.
 NO_DEVICES = "No devices were found"
-
-
-class InfoError(Exception):
-    """A command failed or printed what its parser cannot read; ``main()`` turns it into fail_json."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg = msg
-        self.result = result
-
-    def details(self):
-        return self.result.as_dict() if self.result is not None else {}
-
-
-def unavailable(reason):
-    return {"available": False, "reason": reason}
 
 
 def closest_nics(topo):
@@ -203,37 +194,12 @@ def closest_nics(topo):
     return out
 
 
-class GpuInfo:
+class GpuInfo(ToolReader):
     def __init__(self, runner, sections, fs_root="/"):
-        self.runner = runner
+        super().__init__(runner)
         self.sections = set(sections)
         self.fs_root = fs_root
-        self.missing = []
         self.smi_version = None
-
-    def run(self, argv, what, allow_text=None):
-        """Run ``argv``; None when the tool is missing; raise InfoError when it fails.
-
-        ``allow_text``: a failure whose output contains this text is returned, not raised.
-        """
-        if argv[0] in self.missing:
-            return None
-        result = self.runner.run(list(argv))
-        if tool_missing(result):
-            self.missing.append(argv[0])
-            return None
-        reason = error_reason(result)
-        if reason and not (allow_text and allow_text in result.stdout + result.stderr):
-            raise InfoError("%s failed: %s" % (what, reason), result)
-        return result
-
-    @staticmethod
-    def parse(parsers, kind, result, what):
-        try:
-            return parsers[kind](result.stdout)
-        except ParseError as exc:
-            raise InfoError("parse %s output failed: %s; the tool printed something this parser does not know: "
-                            "run `bluefleet parse %s` on it and report it" % (what, exc, kind), result) from exc
 
     def gpus(self):
         result = self.run(["nvidia-smi"], "list GPUs with nvidia-smi", allow_text=NO_DEVICES)
@@ -275,7 +241,7 @@ class GpuInfo:
                 with open(path, encoding="utf-8", errors="replace") as fh:
                     version = fh.read().strip()
             except OSError as exc:
-                raise InfoError("read %s failed: %s" % (path, exc)) from exc
+                raise ToolError("read %s failed: %s" % (path, exc)) from exc
         out = {"registered": registered, "version": version, "sysfs_path": path}
         result = self.run(["lsmod"], "list kernel modules with lsmod")
         if result is None:
@@ -318,21 +284,21 @@ class GpuInfo:
 def argument_spec():
     return {
         "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(SECTIONS)},
-        "fs_root": {"type": "path", "default": "/"},
-        "timeout": {"type": "int", "default": 120},
+        "fs_root": fs_root_spec(),
+        "timeout": timeout_spec(120),
     }
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if module.params["timeout"] <= 0:
-        module.fail_json(msg="gather GPU facts failed: timeout must be a positive number of seconds, got %d"
-                         % module.params["timeout"])
+    problem = nonpositive_seconds(module.params, "gather GPU facts")
+    if problem:
+        module.fail_json(msg=problem)
     runner = ToolRunner(timeout=module.params["timeout"])
     info = GpuInfo(runner, module.params["filter"], module.params["fs_root"])
     try:
         result = info.gather()
-    except InfoError as exc:
+    except ToolError as exc:
         module.fail_json(msg=exc.msg, cmd_list=[list(a) for a in runner.cmd], **exc.details())
     module.exit_json(**result)
 
