@@ -205,9 +205,7 @@ tool_version:
   type: str
 """
 
-import hashlib
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -225,40 +223,35 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._bfb import (
     render_bf_cfg,
     scrub,
 )
+from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import flint_versions
 from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import parse_flint_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import change_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils._rshim import parse_bfb_install, parse_rshim_misc
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import (
+    ToolRunner,
+    error_reason,
+    tool_missing,
+    version_line,
+)
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    is_sha256,
+    nonpositive_seconds,
+    sha256_of,
+    timeout_spec,
+)
 
-_SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
 LABEL = "install BFB"
 
 
-class InstallError(Exception):
-    def __init__(self, msg, result=None, **extra):
-        super().__init__(msg)
-        self.msg = msg
-        self.result = result
-        self.extra = extra
-
-    def details(self, secrets):
-        out = self.result.as_dict() if self.result is not None else {}
-        out.pop("cmd", None)
-        for key in ("stdout", "stderr"):
-            if key in out:
-                out[key] = scrub(out[key], secrets)
-        out.update(self.extra)
-        return out
-
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def failure_details(exc, secrets):
+    """``fail_json`` keys of a ToolError, with the secrets scrubbed out of the command's output."""
+    out = exc.details(with_cmd=False)
+    for key in ("stdout", "stderr"):
+        if key in out:
+            out[key] = scrub(out[key], secrets)
+    return out
 
 
 class Dpu:
@@ -282,17 +275,17 @@ class Dpu:
             with open(path, "rb") as handle:
                 handle.read(1)
         except OSError as exc:
-            raise InstallError("%s failed: cannot read the bundle %s: %s; copy it to this host first"
-                               % (LABEL, path, exc.strerror or exc)) from exc
+            raise ToolError("%s failed: cannot read the bundle %s: %s; copy it to this host first"
+                            % (LABEL, path, exc.strerror or exc)) from exc
         if self.p["sha256"] is None:
             return None
         want = self.p["sha256"].lower()
-        if not _SHA256_RE.match(want):
-            raise InstallError("%s failed: sha256 must be 64 hex digits, got %r" % (LABEL, self.p["sha256"]))
+        if not is_sha256(want):
+            raise ToolError("%s failed: sha256 must be 64 hex digits, got %r" % (LABEL, self.p["sha256"]))
         digest = sha256_of(path)
         if digest != want:
-            raise InstallError("%s failed: the bundle %s has sha256 %s, expected %s; the file is damaged or not the "
-                               "one meant, download it again" % (LABEL, path, digest, want))
+            raise ToolError("%s failed: the bundle %s has sha256 %s, expected %s; the file is damaged or not the "
+                            "one meant, download it again" % (LABEL, path, digest, want))
         return digest
 
     def rshim(self):
@@ -302,23 +295,23 @@ class Dpu:
             with open(misc_path, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
         except OSError as exc:
-            raise InstallError("%s failed: the rshim device %s is not present on this host (%s: %s); start the rshim "
-                               "service (systemctl start rshim), and if the BMC owns the rshim, release it there first"
-                               % (LABEL, path, misc_path, exc.strerror or exc)) from exc
+            raise ToolError("%s failed: the rshim device %s is not present on this host (%s: %s); start the rshim "
+                            "service (systemctl start rshim), and if the BMC owns the rshim, release it there first"
+                            % (LABEL, path, misc_path, exc.strerror or exc)) from exc
         try:
             misc = parse_rshim_misc(text)
         except ParseError as exc:
-            raise InstallError("%s failed: %s: %s" % (LABEL, misc_path, exc)) from exc
+            raise ToolError("%s failed: %s: %s" % (LABEL, misc_path, exc)) from exc
         problem = misc_problem(misc, path)
         if problem:
-            raise InstallError("%s failed: %s" % (LABEL, problem))
+            raise ToolError("%s failed: %s" % (LABEL, problem))
         gen = generation(misc.get("dev_info"))
         info = {"path": path, "dev_name": misc.get("dev_name"), "dev_info": misc.get("dev_info"), "generation": gen,
                 "mode": misc_mode(misc.get("bf_mode"))}
         if self.p["generation"] is not None and gen != self.p["generation"]:
-            raise InstallError("%s failed: the bundle is for BlueField-%d and the card on %s is %s; use the bundle for "
-                               "BlueField-%s" % (LABEL, self.p["generation"], path, misc.get("dev_info"), gen),
-                               rshim=info)
+            raise ToolError("%s failed: the bundle is for BlueField-%d and the card on %s is %s; use the bundle for "
+                            "BlueField-%s" % (LABEL, self.p["generation"], path, misc.get("dev_info"), gen),
+                            rshim=info)
         return info
 
     def release(self):
@@ -329,22 +322,13 @@ class Dpu:
         try:
             data = parse_bfver(result.stdout)
         except ParseError as exc:
-            raise InstallError("%s failed: read the DPU's release with bfver: %s" % (LABEL, exc), result) from exc
+            raise ToolError("%s failed: read the DPU's release with bfver: %s" % (LABEL, exc), result) from exc
         return data["os_release_version"], result
 
     def nic_firmware(self):
         if not self.p["device"]:
             return None
-        what = "query NIC firmware of %s with flint" % self.p["device"]
-        result = self.runner.run(["flint", "-d", self.p["device"], "q"])
-        reason = error_reason(result)
-        if reason:
-            raise InstallError("%s failed: %s" % (what, reason), result)
-        try:
-            data = parse_flint_query(result.stdout)
-        except ParseError as exc:
-            raise InstallError("%s failed: %s" % (what, exc), result) from exc
-        return {"flashed": data["fw_version"], "running": data["running_fw_version"] or data["fw_version"]}
+        return flint_versions(self.runner, self.p["device"], "query NIC firmware of %s with flint" % self.p["device"])
 
     def install(self, cfg_text):
         """Run bfb-install once (bf.cfg in a private 0600 file, deleted afterwards); return (console, result)."""
@@ -365,8 +349,8 @@ class Dpu:
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
         if tool_missing(result):
-            raise InstallError("%s failed: bfb-install not found on PATH; install the rshim package on this host"
-                               % LABEL, result)
+            raise ToolError("%s failed: bfb-install not found on PATH; install the rshim package on this host"
+                            % LABEL, result)
         try:
             parsed = parse_bfb_install(result.stdout + "\n" + result.stderr)
         except ParseError:
@@ -377,8 +361,8 @@ class Dpu:
                    "log": ["%s[%s]: %s" % (e["level"], e["source"], e["message"]) for e in parsed.get("log", [])
                            if e.get("level")]}
         if not outcome["ok"]:
-            raise InstallError("%s failed: %s" % (LABEL, outcome["reason"]), result, console=console,
-                               failure=outcome["kind"])
+            raise ToolError("%s failed: %s" % (LABEL, outcome["reason"]), result, console=console,
+                            failure=outcome["kind"])
         return console
 
     def wait_ready(self):
@@ -396,7 +380,7 @@ def build_cfg(p):
                                               p["nic_firmware_update"])
         text = render_bf_cfg(values, p["hostname"])
     except BfbError as exc:
-        raise InstallError("%s failed: %s" % (LABEL, exc)) from exc
+        raise ToolError("%s failed: %s" % (LABEL, exc)) from exc
     shown = masked(values, secret_keys)
     if p["hostname"] is not None:
         shown["bfb_modify_os"] = "hostname %s" % p["hostname"]
@@ -421,17 +405,17 @@ def run_install(runner, p, check_mode, dpu=None):
         console = dpu.install(cfg_text)
         release, probe = dpu.wait_ready()
         if release is None:
-            raise InstallError("%s failed: the bundle was installed (%s) but the DPU did not answer %s within %d s "
-                               "(last try: %s); read %s/misc for its console, then write 'SW_RESET 1' there or "
-                               "power-cycle the server"
-                               % (LABEL, console["marker"], " ".join(p["dpu_command"] + ["bfver"]), p["ready_timeout"],
-                                  error_reason(probe), rshim["path"]), probe, console=console, failure="dpu_down")
+            raise ToolError("%s failed: the bundle was installed (%s) but the DPU did not answer %s within %d s "
+                            "(last try: %s); read %s/misc for its console, then write 'SW_RESET 1' there or "
+                            "power-cycle the server"
+                            % (LABEL, console["marker"], " ".join(p["dpu_command"] + ["bfver"]), p["ready_timeout"],
+                               error_reason(probe), rshim["path"]), probe, console=console, failure="dpu_down")
         answers = True
         after = {"release": release, "nic_firmware": dpu.nic_firmware()}
         if release != p["version"]:
-            raise InstallError("%s failed: bfb-install finished (%s) but the DPU reports %s, not %s; check that "
-                               "version names the release this bundle installs"
-                               % (LABEL, console["marker"], release, p["version"]), console=console)
+            raise ToolError("%s failed: bfb-install finished (%s) but the DPU reports %s, not %s; check that "
+                            "version names the release this bundle installs"
+                            % (LABEL, console["marker"], release, p["version"]), console=console)
     if changed and check_mode:
         if p["nic_firmware_update"] is False:
             reset, reason = change_reset({"kind": "bfb_os"})
@@ -457,14 +441,6 @@ def run_install(runner, p, check_mode, dpu=None):
     }, secrets
 
 
-def tool_version(runner):
-    result = runner.run(["bfb-install", "--version"])
-    if tool_missing(result) or error_reason(result):
-        return None
-    lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-    return lines[0] if lines else None
-
-
 def argument_spec():
     return {
         "bfb": {"type": "path", "required": True},
@@ -479,7 +455,7 @@ def argument_spec():
         "ubuntu_password_hash": {"type": "str", "no_log": True},
         "nic_firmware_update": {"type": "bool"},
         "hostname": {"type": "str"},
-        "timeout": {"type": "int", "default": 1800},
+        "timeout": timeout_spec(1800),
         "ready_timeout": {"type": "int", "default": 900},
         "poll_interval": {"type": "int", "default": 10},
     }
@@ -488,9 +464,9 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
-    for key in ("timeout", "ready_timeout", "poll_interval"):
-        if p[key] <= 0:
-            module.fail_json(msg="%s failed: %s must be a positive number of seconds, got %d" % (LABEL, key, p[key]))
+    problem = nonpositive_seconds(p, LABEL, ("timeout", "ready_timeout", "poll_interval"))
+    if problem:
+        module.fail_json(msg=problem)
     if not p["dpu_command"]:
         module.fail_json(msg="%s failed: dpu_command is empty; give the argv that runs a command on the DPU "
                              "(e.g. [ssh, ubuntu@192.168.100.2])" % LABEL)
@@ -498,9 +474,10 @@ def main():
     secrets = [p["ubuntu_password_hash"]] + [str(v) for v in (p["bf_cfg_secrets"] or {}).values()]
     try:
         result, secrets = run_install(runner, p, module.check_mode)
-    except InstallError as exc:
-        module.fail_json(msg=scrub(exc.msg, secrets), cmd=[list(a) for a in runner.cmd], **exc.details(secrets))
-    result["tool_version"] = tool_version(runner)
+    except ToolError as exc:
+        module.fail_json(msg=scrub(exc.msg, secrets), cmd=[list(a) for a in runner.cmd],
+                         **failure_details(exc, secrets))
+    result["tool_version"] = version_line(runner, ["bfb-install", "--version"])
     result["cmd"] = [list(a) for a in runner.cmd]
     module.exit_json(**result)
 

@@ -249,35 +249,34 @@ tool_version:
 """
 
 import json
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
+from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import (
+    flint_versions,
+    only_card,
+    query_nvconfig,
+    read_mst,
+    side_of,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import parse_flint_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import parse_mlxconfig_query, split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import split_value
 from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxfwreset import (
     parse_mlxfwreset_query,
     parse_mlxfwreset_reset,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mst import parse_mst_status
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import PlanError, describe, plan, render
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    nonpositive_seconds,
+    parse_output,
+    run_tool,
+    side_spec,
+    timeout_spec,
+)
 
-_FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
-_HOST_REP_RE = re.compile(r"^pf\d+hpf$")
 ACTIONS = ("firmware_reset", "warm_reboot", "power_cycle")
-
-
-class ResetError(Exception):
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg = msg
-        self.result = result
-
-    def details(self):
-        return self.result.as_dict() if self.result is not None else {}
 
 
 class Card:
@@ -286,44 +285,17 @@ class Card:
     def __init__(self, runner):
         self.runner = runner
 
-    def run(self, argv, what, allow_missing=False):
-        result = self.runner.run(argv)
-        if allow_missing and tool_missing(result):
-            return None
-        reason = error_reason(result)
-        if reason:
-            raise ResetError("%s failed: %s" % (what, reason), result)
-        return result
-
-    @staticmethod
-    def parse(parser, result, what):
-        try:
-            return parser(result.stdout)
-        except ParseError as exc:
-            raise ResetError("%s failed: %s" % (what, exc), result) from exc
-
     def discover(self, device, side):
-        result = self.run(["mst", "status", "-v"], "find the card with mst status -v")
-        data = self.parse(parse_mst_status, result, "find the card")
+        functions, result = read_mst(self.runner)
         if side == "auto":
-            side = "dpu" if any(_HOST_REP_RE.match(n) for d in data["devices"] for n in d["net"]) else "host"
+            side = side_of(n for d in functions for n in d["net"])
         if not device:
-            cards = sorted({_FUNCTION_SUFFIX_RE.sub("", d["mst"]) if d["mst"] and d["mst"] != "NA" else d["pci"]
-                            for d in data["devices"]})
-            if len(cards) != 1:
-                raise ResetError("find the card failed: mst status -v lists %d cards (%s); set the device option"
-                                 % (len(cards), ", ".join(cards) or "none"), result)
-            device = cards[0]
+            device = only_card(functions, result)
         return device, side
 
     def state(self, device):
         """``{"device_type", "bluefield", "mode", "nvconfig": {NAME: (current, next)}, "firmware": {...}}``."""
-        result = self.run(["mlxconfig", "-d", device, "-e", "q"], "query NV configuration of %s" % device)
-        data = self.parse(parse_mlxconfig_query, result, "query NV configuration of %s" % device)
-        if data["errors"] or not data["devices"]:
-            raise ResetError("query NV configuration of %s failed: %s"
-                             % (device, "; ".join(data["errors"]) or "no device block"), result)
-        dev = data["devices"][0]
+        dev = query_nvconfig(self.runner, device)[0]
         params = dev["params"]
         pending = {name: (e["current"], e["next_boot"]) for name, e in sorted(params.items())
                    if e["current"] is not None and e["current"] != e["next_boot"]}
@@ -332,20 +304,19 @@ class Card:
         if bluefield:
             engine = params.get("INTERNAL_CPU_OFFLOAD_ENGINE", {}).get("current")
             mode = "nic" if engine is not None and split_value(engine)[1] == 1 else "dpu"
-        firmware = {"flashed": None, "running": None}
-        result = self.run(["flint", "-d", device, "q"], "query firmware of %s" % device, allow_missing=True)
-        if result is not None:
-            q = self.parse(parse_flint_query, result, "query firmware of %s" % device)
-            firmware = {"flashed": q["fw_version"], "running": q["running_fw_version"] or q["fw_version"]}
+        firmware = flint_versions(self.runner, device, "query firmware of %s" % device, allow_missing=True)
+        if firmware is None:
+            firmware = {"flashed": None, "running": None}
         return {"device_type": dev["device_type"], "bluefield": bluefield, "mode": mode, "nvconfig": pending,
                 "firmware": firmware}
 
     def levels(self, device):
         """``(level 3 supported, sync 1 supported)``; both false when mlxfwreset is missing."""
-        result = self.run(["mlxfwreset", "-d", device, "q"], "query reset levels of %s" % device, allow_missing=True)
+        what = "query reset levels of %s" % device
+        result = run_tool(self.runner, ["mlxfwreset", "-d", device, "q"], what, allow_missing=True)
         if result is None:
             return False, False
-        data = self.parse(parse_mlxfwreset_query, result, "query reset levels of %s" % device)
+        data = parse_output(parse_mlxfwreset_query, result, what)
         level3 = any(e["level"] == 3 and e["supported"] for e in data["levels"])
         sync1 = any(e["id"] == 1 and e["supported"] for e in data["sync"])
         return level3, sync1
@@ -413,38 +384,35 @@ class Resetter:
         """Fail before anything happens when the reset cannot be done here."""
         what = ", ".join(describe(change) for change in changes) or "nothing"
         if reset == "warm_reboot" and not self.p["reboot_command"]:
-            raise ResetError("reset the card failed: a warm reboot is needed to activate %s, and reboot_command is "
-                             "not set; set it (e.g. [systemctl, reboot]) or reboot the node" % what)
+            raise ToolError("reset the card failed: a warm reboot is needed to activate %s, and reboot_command is "
+                            "not set; set it (e.g. [systemctl, reboot]) or reboot the node" % what)
         if reset == "power_cycle":
             method = self.p["power_cycle_method"]
             if method == "none":
-                raise ResetError("reset the card failed: a power cycle of the server is needed to activate %s, and "
-                                 "power_cycle_method is none; set power_cycle_method (ipmitool, redfish, command or "
-                                 "pause) or power-cycle the server by hand and run again" % what)
+                raise ToolError("reset the card failed: a power cycle of the server is needed to activate %s, and "
+                                "power_cycle_method is none; set power_cycle_method (ipmitool, redfish, command or "
+                                "pause) or power-cycle the server by hand and run again" % what)
             if method == "pause" and not check_mode:
-                raise ResetError("reset the card failed: a power cycle of the server is needed to activate %s; "
-                                 "power-cycle it by hand now (not a reboot) and run again" % what)
+                raise ToolError("reset the card failed: a power cycle of the server is needed to activate %s; "
+                                "power-cycle it by hand now (not a reboot) and run again" % what)
 
     def apply(self, reset, device, sync1):
         if reset == "firmware_reset":
             argv = ["mlxfwreset", "-d", device, "-y", "-l", "3"] + (["--sync", "1"] if sync1 else []) + ["r"]
-            result = self.card.run(argv, "reset the firmware of %s with mlxfwreset" % device)
-            try:
-                out = parse_mlxfwreset_reset(result.stdout)
-            except ParseError as exc:
-                raise ResetError("reset the firmware of %s failed: %s" % (device, exc), result) from exc
+            result = run_tool(self.runner, argv, "reset the firmware of %s with mlxfwreset" % device)
+            out = parse_output(parse_mlxfwreset_reset, result, "reset the firmware of %s" % device)
             if not out["ok"]:
-                raise ResetError("reset the firmware of %s failed: mlxfwreset did not say the firmware was loaded (%s)"
-                                 % (device, "; ".join(out["errors"] + out["messages"]) or "no result line"), result)
+                raise ToolError("reset the firmware of %s failed: mlxfwreset did not say the firmware was loaded (%s)"
+                                % (device, "; ".join(out["errors"] + out["messages"]) or "no result line"), result)
             return True
         if reset == "warm_reboot":
             argv = list(self.p["reboot_command"])
-            self.card.run(argv, "reboot the node with %s" % " ".join(argv))
+            run_tool(self.runner, argv, "reboot the node with %s" % " ".join(argv))
             return True
         method = self.p["power_cycle_method"]
         if method == "command":
-            self.card.run(list(self.p["power_cycle_command"]),
-                          "power-cycle the server with %s" % " ".join(self.p["power_cycle_command"]))
+            run_tool(self.runner, self.p["power_cycle_command"],
+                     "power-cycle the server with %s" % " ".join(self.p["power_cycle_command"]))
             return True
         if method == "ipmitool":
             environ = dict(self.runner.environ)
@@ -454,7 +422,7 @@ class Resetter:
             self.runner.cmd.extend(bmc.cmd)
             reason = error_reason(result)
             if reason:
-                raise ResetError("power-cycle the server through ipmitool failed: %s" % reason, result)
+                raise ToolError("power-cycle the server through ipmitool failed: %s" % reason, result)
             return False
         url, body = redfish_request(self.p["redfish"])
         self.runner.cmd.append(["redfish", "POST", url, body])
@@ -465,9 +433,9 @@ class Resetter:
                                 timeout=self.runner.timeout)
             status = response.getcode()
         except Exception as exc:  # open_url raises HTTPError, URLError, SSLValidationError, socket errors
-            raise ResetError("power-cycle the server through Redfish failed: POST %s: %s" % (url, exc)) from exc
+            raise ToolError("power-cycle the server through Redfish failed: POST %s: %s" % (url, exc)) from exc
         if status not in (200, 202, 204):
-            raise ResetError("power-cycle the server through Redfish failed: POST %s answered HTTP %s" % (url, status))
+            raise ToolError("power-cycle the server through Redfish failed: POST %s answered HTTP %s" % (url, status))
         return False
 
 
@@ -482,7 +450,7 @@ def run_reset(runner, params, check_mode):
                       side="arm" if side == "dpu" else "host",
                       firmware_reset_supported=level3 and params["firmware_reset"])
     except PlanError as exc:
-        raise ResetError("plan the reset failed: %s" % exc) from exc
+        raise ToolError("plan the reset failed: %s" % exc) from exc
     reset = result["reset"] if result["reset"] in ACTIONS else "none"
     resetter = Resetter(runner, params, card)
     method = resetter.method_for(reset) if reset != "none" else "none"
@@ -498,8 +466,8 @@ def run_reset(runner, params, check_mode):
         if ran_here and params["verify"]:
             after = card.state(device)
             if pending_summary(after)["nvconfig"] or pending_summary(after)["firmware"]:
-                raise ResetError("verify the %s of %s failed: still pending after it: %s; the card may need a bigger "
-                                 "reset (a power cycle)" % (reset.replace("_", " "), device, describe_pending(after)))
+                raise ToolError("verify the %s of %s failed: still pending after it: %s; the card may need a bigger "
+                                "reset (a power cycle)" % (reset.replace("_", " "), device, describe_pending(after)))
             verified = True
     return {
         "changed": reset != "none",
@@ -521,18 +489,10 @@ def run_reset(runner, params, check_mode):
     }
 
 
-def tool_version(runner):
-    result = runner.run(["mlxfwreset", "--version"])
-    if error_reason(result):
-        return None
-    lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-    return lines[0] if lines else None
-
-
 def argument_spec():
     return {
         "device": {"type": "str"},
-        "side": {"type": "str", "choices": ["auto", "host", "dpu"], "default": "auto"},
+        "side": side_spec(),
         "changes": {"type": "list", "elements": "dict", "default": []},
         "firmware_reset": {"type": "bool", "default": True},
         "reboot_command": {"type": "list", "elements": "str"},
@@ -555,7 +515,7 @@ def argument_spec():
             "validate_certs": {"type": "bool", "default": True},
         }},
         "verify": {"type": "bool", "default": True},
-        "timeout": {"type": "int", "default": 600},
+        "timeout": timeout_spec(600),
     }
 
 
@@ -570,17 +530,15 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    if p["timeout"] <= 0:
-        module.fail_json(msg="reset the card failed: timeout must be a positive number of seconds, got %d"
-                         % p["timeout"])
+    problem = nonpositive_seconds(p, "reset the card")
+    if problem:
+        module.fail_json(msg=problem)
     runner = ToolRunner(timeout=p["timeout"])
     try:
         result = run_reset(runner, p, module.check_mode)
-    except ResetError as exc:
-        details = exc.details()
-        details.pop("cmd", None)
-        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **details)
-    result["tool_version"] = tool_version(runner)
+    except ToolError as exc:
+        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **exc.details(with_cmd=False))
+    result["tool_version"] = version_line(runner, ["mlxfwreset", "--version"])
     result["cmd"] = [list(a) for a in runner.cmd]
     module.exit_json(**result)
 

@@ -152,42 +152,25 @@ tool_version:
   type: str
 """
 
-import hashlib
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import parse_flint_burn, parse_flint_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxfwmanager import parse_mlxfwmanager_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import change_reset
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    is_sha256,
+    nonpositive_seconds,
+    parse_output,
+    run_tool,
+    sha256_of,
+    timeout_spec,
+)
 
-_SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
 _QUERY_TOOL = {"flint": "flint", "mstflint": "mstflint", "mlxfwmanager": "flint", "mstfwmanager": "mstflint"}
-
-
-class FirmwareError(Exception):
-    def __init__(self, msg, result=None, **extra):
-        super().__init__(msg)
-        self.msg = msg
-        self.result = result
-        self.extra = extra
-
-    def details(self):
-        out = self.result.as_dict() if self.result is not None else {}
-        out.pop("cmd", None)
-        out.update(self.extra)
-        return out
-
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def version_key(text):
@@ -203,39 +186,32 @@ class Card:
         self.query_tool = query_tool
 
     def run(self, argv, what):
-        result = self.runner.run(argv)
-        reason = error_reason(result)
-        if reason:
-            raise FirmwareError("%s failed: %s" % (what, reason), result)
-        return result
+        return run_tool(self.runner, argv, what)
 
     def parse_query(self, result, what):
-        try:
-            data = parse_flint_query(result.stdout)
-        except ParseError as exc:
-            raise FirmwareError("%s failed: %s" % (what, exc), result) from exc
+        data = parse_output(parse_flint_query, result, what)
         if data["errors"]:
-            raise FirmwareError("%s failed: %s" % (what, data["errors"][0]), result)
+            raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
         return data
 
     def image(self, path):
         what = "read firmware image %s with %s" % (path, self.query_tool)
         data = self.parse_query(self.run([self.query_tool, "-i", path, "q"], what), what)
         if not data["fw_version"] or not data["psid"]:
-            raise FirmwareError("%s failed: the image query printed no FW Version or PSID" % what)
+            raise ToolError("%s failed: the image query printed no FW Version or PSID" % what)
         return {"version": data["fw_version"], "psid": data["psid"]}
 
     def state(self):
         what = "query firmware of %s with %s" % (self.device, self.query_tool)
         data = self.parse_query(self.run([self.query_tool, "-d", self.device, "q"], what), what)
         if not data["fw_version"]:
-            raise FirmwareError("%s failed: no FW Version line" % what)
+            raise ToolError("%s failed: no FW Version line" % what)
         flashed = data["fw_version"]
         running = data["running_fw_version"] or flashed
         return {"flashed": flashed, "running": running, "psid": data["psid"], "pending": flashed != running}
 
     def burn(self, tool, image, cross_psid, downgrade):
-        """One burn; returns the result. Raises FirmwareError for any failure the tool reports."""
+        """One burn; returns the result. Raises ToolError for any failure the tool reports."""
         if tool in ("flint", "mstflint"):
             argv = [tool, "-d", self.device, "-i", image, "-y"]
             if cross_psid:
@@ -248,23 +224,20 @@ class Card:
         what = "burn %s to %s with %s" % (image, self.device, tool)
         result = self.runner.run(argv)
         if result.rc in (130, 137, 143) or (result.rc < 0):
-            raise FirmwareError("%s failed: the burn was interrupted (exit status %d)" % (what, result.rc), result,
-                                interrupted=True)
+            raise ToolError("%s failed: the burn was interrupted (exit status %d)" % (what, result.rc), result,
+                            interrupted=True)
         reason = error_reason(result)
         if reason:
-            raise FirmwareError("%s failed: %s" % (what, reason), result)
-        try:
-            if tool in ("flint", "mstflint"):
-                data = parse_flint_burn(result.stdout)
-                if not data["ok"]:
-                    raise FirmwareError("%s failed: flint did not report every step OK (%s)"
-                                        % (what, "; ".join(data["errors"] + data["messages"]) or "no steps"), result)
-            else:
-                data = parse_mlxfwmanager_query(result.stdout)
-                if data["errors"]:
-                    raise FirmwareError("%s failed: %s" % (what, data["errors"][0]), result)
-        except ParseError as exc:
-            raise FirmwareError("%s failed: %s" % (what, exc), result) from exc
+            raise ToolError("%s failed: %s" % (what, reason), result)
+        if tool in ("flint", "mstflint"):
+            data = parse_output(parse_flint_burn, result, what)
+            if not data["ok"]:
+                raise ToolError("%s failed: flint did not report every step OK (%s)"
+                                % (what, "; ".join(data["errors"] + data["messages"]) or "no steps"), result)
+        else:
+            data = parse_output(parse_mlxfwmanager_query, result, what)
+            if data["errors"]:
+                raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
         return result
 
 
@@ -287,37 +260,37 @@ def run_firmware(runner, p, check_mode):
     image_path = p["image"]
     label = "burn firmware to %s" % p["device"]
     if not os.path.isfile(image_path) or not os.access(image_path, os.R_OK):
-        raise FirmwareError("%s failed: the image %s is not a readable file; copy it to this node first"
-                            % (label, image_path))
+        raise ToolError("%s failed: the image %s is not a readable file; copy it to this node first"
+                        % (label, image_path))
     digest = None
     if p["sha256"] is not None:
-        if not _SHA256_RE.match(p["sha256"]):
-            raise FirmwareError("%s failed: sha256 must be 64 hex digits, got %r" % (label, p["sha256"]))
+        if not is_sha256(p["sha256"]):
+            raise ToolError("%s failed: sha256 must be 64 hex digits, got %r" % (label, p["sha256"]))
         digest = sha256_of(image_path)
         if digest != p["sha256"].lower():
-            raise FirmwareError("%s failed: the image %s has sha256 %s, expected %s; the file is damaged or not the "
-                                "one meant, download it again" % (label, image_path, digest, p["sha256"].lower()))
+            raise ToolError("%s failed: the image %s has sha256 %s, expected %s; the file is damaged or not the "
+                            "one meant, download it again" % (label, image_path, digest, p["sha256"].lower()))
     image = card.image(image_path)
     image.update(path=image_path, sha256=digest)
     if p["version"] is not None and p["version"] != image["version"]:
-        raise FirmwareError("%s failed: the image %s carries firmware %s, not %s; use the image of %s"
-                            % (label, image_path, image["version"], p["version"], p["version"]))
+        raise ToolError("%s failed: the image %s carries firmware %s, not %s; use the image of %s"
+                        % (label, image_path, image["version"], p["version"], p["version"]))
     before = card.state()
     want = image["version"]
     changed = before["flashed"] != want
     cross_psid = bool(before["psid"]) and image["psid"] != before["psid"]
     if changed:
         if cross_psid and not p["allow_psid_change"]:
-            raise FirmwareError(
+            raise ToolError(
                 "%s failed: PSID mismatch: the card has PSID %s, the image %s is for PSID %s; use the image made for "
                 "%s, or set allow_psid_change to cross-flash (it changes the card's identity)"
                 % (label, before["psid"], image_path, image["psid"], before["psid"]), firmware=before)
         if cross_psid and tool in ("mlxfwmanager", "mstfwmanager"):
-            raise FirmwareError("%s failed: %s only offers images of the card's PSID (%s, image %s); use tool flint "
-                                "or mstflint with allow_psid_change" % (label, tool, before["psid"], image["psid"]),
-                                firmware=before)
+            raise ToolError("%s failed: %s only offers images of the card's PSID (%s, image %s); use tool flint "
+                            "or mstflint with allow_psid_change" % (label, tool, before["psid"], image["psid"]),
+                            firmware=before)
         if before["pending"]:
-            raise FirmwareError(
+            raise ToolError(
                 "%s failed: firmware %s is already flashed and waits for a reset (running %s); the card refuses "
                 "another burn until then: activate it (bluefleet.dpu.fw_reset) and run again"
                 % (label, before["flashed"], before["running"]), firmware=before)
@@ -328,10 +301,10 @@ def run_firmware(runner, p, check_mode):
     if changed and not check_mode:
         try:
             card.burn(tool, image_path, cross_psid, version_key(want) < version_key(before["flashed"]))
-        except FirmwareError as exc:
+        except ToolError as exc:
             try:
                 exc.extra["firmware"] = card.state()
-            except FirmwareError:
+            except ToolError:
                 exc.extra["firmware"] = None
             state = exc.extra["firmware"]
             if state is not None:
@@ -341,8 +314,8 @@ def run_firmware(runner, p, check_mode):
             raise
         after = card.state()
         if after["flashed"] != want:
-            raise FirmwareError("%s failed: %s reported success but the flash holds %s, not %s"
-                                % (label, tool, after["flashed"], want), firmware=after)
+            raise ToolError("%s failed: %s reported success but the flash holds %s, not %s"
+                            % (label, tool, after["flashed"], want), firmware=after)
     reset, reason = plan_reset(after)
     keys = ("flashed", "running", "psid")
     return {
@@ -358,14 +331,6 @@ def run_firmware(runner, p, check_mode):
     }
 
 
-def tool_version(runner, tool):
-    result = runner.run([tool, "--version"])
-    if tool_missing(result) or error_reason(result):
-        return None
-    lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-    return lines[0] if lines else None
-
-
 def argument_spec():
     return {
         "device": {"type": "str", "required": True},
@@ -375,22 +340,22 @@ def argument_spec():
         "allow_psid_change": {"type": "bool", "default": False},
         "tool": {"type": "str", "choices": ["auto", "flint", "mstflint", "mlxfwmanager", "mstfwmanager"],
                  "default": "auto"},
-        "timeout": {"type": "int", "default": 1800},
+        "timeout": timeout_spec(1800),
     }
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
-    if p["timeout"] <= 0:
-        module.fail_json(msg="burn firmware to %s failed: timeout must be a positive number of seconds, got %d"
-                         % (p["device"], p["timeout"]))
+    problem = nonpositive_seconds(p, "burn firmware to %s" % p["device"])
+    if problem:
+        module.fail_json(msg=problem)
     runner = ToolRunner(timeout=p["timeout"])
     try:
         result = run_firmware(runner, p, module.check_mode)
-    except FirmwareError as exc:
-        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **exc.details())
-    result["tool_version"] = tool_version(runner, result["tool"])
+    except ToolError as exc:
+        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **exc.details(with_cmd=False))
+    result["tool_version"] = version_line(runner, [result["tool"], "--version"])
     result["cmd"] = [list(a) for a in runner.cmd]
     module.exit_json(**result)
 

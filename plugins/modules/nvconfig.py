@@ -185,16 +185,18 @@ import difflib
 import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import only_card, query_nvconfig, read_mst
 from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import (
-    parse_mlxconfig_query,
-    parse_mlxconfig_set,
-    split_value,
-)
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mst import parse_mst_status
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import parse_mlxconfig_set, split_value
 from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import largest, param_reset
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, tool_missing
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    nonpositive_seconds,
+    parse_output,
+    run_tool,
+    timeout_spec,
+)
 
 # Mode -> parameters per generation. BlueField-3: hardware-facts.md 2 ("NIC mode shows as
 # INTERNAL_CPU_OFFLOAD_ENGINE = DISABLED(1)", bfb-install check_nic_mode()). BlueField-2: the five
@@ -214,22 +216,10 @@ MODE_PARAMS = {
     },
 }
 
-_FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
+MISSING_HINT = "; install MFT or mstflint, or put the tool on PATH of the task's environment"
 _NAMED_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\((?P<number>-?\d+)\)$")
 _INT_RE = re.compile(r"^-?\d+$")
 _HEX_RE = re.compile(r"^0[xX][0-9a-fA-F]+$")
-
-
-class NvError(Exception):
-    """Why the module fails; ``result`` is the command whose output explains it."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg = msg
-        self.result = result
-
-    def details(self):
-        return self.result.as_dict() if self.result is not None else {}
 
 
 class Desired:
@@ -257,8 +247,8 @@ class Desired:
             else:
                 self.name = text
         else:
-            raise NvError("configure NV parameters failed: %s has value %r; give a number, a boolean or a name "
-                          "as mlxconfig prints it (ETH, True, EMBEDDED_CPU(1))" % (param, value))
+            raise ToolError("configure NV parameters failed: %s has value %r; give a number, a boolean or a name "
+                            "as mlxconfig prints it (ETH, True, EMBEDDED_CPU(1))" % (param, value))
         self.token = self.name if self.name is not None else str(self.number)
 
     def shown(self):
@@ -272,8 +262,8 @@ class Desired:
         if self.number is not None:
             return number == self.number
         if number is not None and name is None:
-            raise NvError("configure NV parameters failed: %s is a plain number on this card (now %s); give a "
-                          "number instead of %r" % (param, printed, self.given))
+            raise ToolError("configure NV parameters failed: %s is a plain number on this card (now %s); give a "
+                            "number instead of %r" % (param, printed, self.given))
         return name is not None and name.lower() == self.name.lower()
 
 
@@ -297,47 +287,14 @@ class NvConfig:
         self.runner = runner
         self.tool = tool
 
-    def run(self, argv, what):
-        result = self.runner.run(argv)
-        reason = error_reason(result)
-        if reason:
-            hint = ""
-            if tool_missing(result):
-                hint = "; install MFT or mstflint, or put the tool on PATH of the task's environment"
-            raise NvError("%s failed: %s%s" % (what, reason, hint), result)
-        return result
-
     def discover(self):
-        result = self.run(["mst", "status", "-v"], "find the card with mst status -v")
-        try:
-            data = parse_mst_status(result.stdout)
-        except ParseError as exc:
-            raise NvError("find the card failed: %s" % exc, result) from exc
-        cards = sorted({_FUNCTION_SUFFIX_RE.sub("", d["mst"]) if d["mst"] and d["mst"] != "NA" else d["pci"]
-                        for d in data["devices"]})
-        if len(cards) != 1:
-            found = ", ".join(cards) if cards else "none"
-            raise NvError("find the card failed: mst status -v lists %d cards (%s); set the device option"
-                          % (len(cards), found), result)
-        return cards[0]
+        return only_card(*read_mst(self.runner, missing_hint=MISSING_HINT))
 
     def query(self, device):
-        result = self.run([self.tool, "-d", device, "-e", "q"], "query NV configuration of %s" % device)
-        try:
-            data = parse_mlxconfig_query(result.stdout)
-        except ParseError as exc:
-            raise NvError("query NV configuration of %s failed: %s" % (device, exc), result) from exc
-        if data["errors"] or not data["devices"]:
-            reason = "; ".join(data["errors"]) or "no device block"
-            raise NvError("query NV configuration of %s failed: %s" % (device, reason), result)
-        return data["devices"][0]
+        return query_nvconfig(self.runner, device, self.tool, missing_hint=MISSING_HINT)[0]
 
     def tool_version(self):
-        result = self.runner.run([self.tool, "--version"])
-        if error_reason(result):
-            return None
-        lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-        return lines[0] if lines else None
+        return version_line(self.runner, [self.tool, "--version"])
 
 
 def desired_params(table, device_type, params, mode):
@@ -353,30 +310,30 @@ def desired_params(table, device_type, params, mode):
             continue
         wanted[name] = Desired(name, value)
     if unknown:
-        raise NvError("configure NV parameters failed: unknown parameter(s) for this card: %s; `mlxconfig -d DEV q` "
-                      "lists the names it knows" % ", ".join(unknown))
+        raise ToolError("configure NV parameters failed: unknown parameter(s) for this card: %s; `mlxconfig -d DEV q` "
+                        "lists the names it knows" % ", ".join(unknown))
     if mode:
         generation = (device_type or "").lower().replace("-", "")
         if generation not in MODE_PARAMS:
-            raise NvError("configure NV parameters failed: mode applies to BlueField-2 and BlueField-3 cards; this "
-                          "one is %s" % device_type)
+            raise ToolError("configure NV parameters failed: mode applies to BlueField-2 and BlueField-3 cards; this "
+                            "one is %s" % device_type)
         for name, value in MODE_PARAMS[generation][mode].items():
             if name not in table:
-                raise NvError("configure NV parameters failed: mode=%s needs %s, which this card's mlxconfig does "
-                              "not list" % (mode, name))
+                raise ToolError("configure NV parameters failed: mode=%s needs %s, which this card's mlxconfig does "
+                                "not list" % (mode, name))
             mapped = Desired(name, value)
             if name in wanted and not wanted[name].matches(name, value):
-                raise NvError("configure NV parameters failed: params sets %s=%s but mode=%s needs %s; drop one"
-                              % (name, wanted[name].given, mode, value))
+                raise ToolError("configure NV parameters failed: params sets %s=%s but mode=%s needs %s; drop one"
+                                % (name, wanted[name].given, mode, value))
             wanted[name] = mapped
     refused = [name for name in wanted if table[name]["read_only"]]
     if refused:
-        raise NvError("configure NV parameters failed: read-only parameter(s) %s (marked RO by mlxconfig) cannot "
-                      "be set; remove them from params" % ", ".join(sorted(refused)))
+        raise ToolError("configure NV parameters failed: read-only parameter(s) %s (marked RO by mlxconfig) cannot "
+                        "be set; remove them from params" % ", ".join(sorted(refused)))
     arrays = [name for name in wanted if str(table[name]["next_boot"]).startswith("Array[")]
     if arrays:
-        raise NvError("configure NV parameters failed: array parameter(s) %s are not supported by this module"
-                      % ", ".join(sorted(arrays)))
+        raise ToolError("configure NV parameters failed: array parameter(s) %s are not supported by this module"
+                        % ", ".join(sorted(arrays)))
     return wanted
 
 
@@ -400,22 +357,16 @@ def configure(runner, device, params, mode, tool, check_mode):
     if changes and not check_mode:
         argv = [tool, "-d", device, "-y", "set"] + ["%s=%s" % (c["name"], wanted[c["name"]].token) for c in changes]
         what = "set NV configuration of %s" % device
-        result = runner.run(argv)
-        reason = error_reason(result)
-        if reason:
-            raise NvError("%s failed: %s; a restricted host (zero trust) cannot write: configure from the DPU "
-                          "Arm side" % (what, reason), result)
-        try:
-            done = parse_mlxconfig_set(result.stdout)
-        except ParseError as exc:
-            raise NvError("%s failed: %s" % (what, exc), result) from exc
+        result = run_tool(runner, argv, what, hint="; a restricted host (zero trust) cannot write: configure from "
+                                                   "the DPU Arm side")
+        done = parse_output(parse_mlxconfig_set, result, what)
         if done["errors"] or not done["applied"]:
-            raise NvError("%s failed: the tool did not report 'Applying... Done!' (%s)"
-                          % (what, "; ".join(done["errors"]) or done["apply_status"]), result)
+            raise ToolError("%s failed: the tool did not report 'Applying... Done!' (%s)"
+                            % (what, "; ".join(done["errors"]) or done["apply_status"]), result)
         after = nv.query(device)
         wrong = [name for name in wanted if not wanted[name].matches(name, after["params"][name]["next_boot"])]
         if wrong:
-            raise NvError("%s failed: after the write Next Boot shows %s" % (what, ", ".join(
+            raise ToolError("%s failed: after the write Next Boot shows %s" % (what, ", ".join(
                 "%s=%s (wanted %s)" % (n, after["params"][n]["next_boot"], wanted[n].given) for n in sorted(wrong))))
         for change in changes:
             change["after"] = after["params"][change["name"]]["next_boot"]
@@ -464,23 +415,21 @@ def argument_spec():
         "params": {"type": "dict", "default": {}},
         "mode": {"type": "str", "choices": ["dpu", "nic"]},
         "tool": {"type": "str", "choices": ["mlxconfig", "mstconfig"], "default": "mlxconfig"},
-        "timeout": {"type": "int", "default": 120},
+        "timeout": timeout_spec(120),
     }
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
-    if p["timeout"] <= 0:
-        module.fail_json(msg="configure NV parameters failed: timeout must be a positive number of seconds, got %d"
-                         % p["timeout"])
+    problem = nonpositive_seconds(p, "configure NV parameters")
+    if problem:
+        module.fail_json(msg=problem)
     runner = ToolRunner(timeout=p["timeout"])
     try:
         result = configure(runner, p["device"], p["params"], p["mode"], p["tool"], module.check_mode)
-    except NvError as exc:
-        details = exc.details()
-        details.pop("cmd", None)
-        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **details)
+    except ToolError as exc:
+        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **exc.details(with_cmd=False))
     result["cmd"] = [list(a) for a in runner.cmd]
     module.exit_json(**result)
 
