@@ -88,7 +88,8 @@ def test_next_boot_first_current_only_after_the_reset(tmp_path, collection_link)
 def test_mode_change_needs_power_cycle_and_fails_cleanly_without_one(tmp_path, collection_link):
     inventory = fleet(tmp_path, 1, "")[0]
     none = tmp_path / "none.yml"
-    none.write_text("firmware_mode: nic\nfirmware_nvconfig: {NUM_OF_VFS: 8}\n")
+    # The sim inventory gives every host the twin's power-cycle command; take it away.
+    none.write_text("firmware_mode: nic\nfirmware_nvconfig: {NUM_OF_VFS: 8}\nfirmware_power_cycle_method: none\n")
     run_playbook(PLAYBOOK, inventory, "--list-hosts")
     before = states(inventory)
 
