@@ -1,0 +1,25 @@
+"""bench/rolling_upgrade/run.py at N=4 so the benchmark cannot rot: it runs, upgrades every node, and its
+figures are consistent (the makespan cannot beat the ideal ceil(N/B) x T: each batch waits for the twin's T)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT, ansible_env
+
+
+def test_bench_runs_at_four_nodes(tmp_path):
+    out = tmp_path / "result.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "rolling_upgrade" / "run.py"), "--nodes", "4",
+                           "--batch", "2", "--flash-seconds", "2", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600, env=ansible_env(), check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(out.read_text())
+    assert result["upgraded"] == 4
+    assert result["batches"] == 2
+    assert result["ideal_seconds"] == 4.0
+    assert result["makespan_seconds"] >= result["ideal_seconds"]
+    assert result["ratio"] == round(result["makespan_seconds"] / result["ideal_seconds"], 3)
+    assert "makespan / ideal" in proc.stdout

@@ -1,0 +1,175 @@
+"""playbooks/upgrade.yml and playbooks/rollback.yml against a 4-pair sim fleet (images by ``dpusim make-image``).
+
+The tests run in order on one fleet: check mode (the plan, nothing touched), a fault on node 2 (the DPU never
+comes back after the BFB: the batch stops, later nodes untouched, the failure names the step and the tool's
+words), the re-run after clearing it (canary then one batch; completes), a second run (changes nothing), rollback
+of one node to its recorded versions. A restricted host is lifted for the upgrade and restricted again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from conftest import BIN, changed_count, make_sim_inventory, run_playbook, twin_state
+
+PLAYBOOK = "playbooks/upgrade.yml"
+ROLLBACK = "playbooks/rollback.yml"
+OLD_FW = "32.41.1000"
+NEW_FW = "32.43.1014"
+OLD_RELEASE = "bf-bundle-2.9.1-40_24.11-ubuntu-22.04_prod"
+NEW_RELEASE = "bf-bundle-2.9.2-31_25.02_ubuntu-22.04_prod"
+DPUS = ["sim01-dpu", "sim02-dpu", "sim03-dpu", "sim04-dpu"]
+
+
+def dpusim(*argv):
+    proc = subprocess.run([str(BIN / "dpusim"), *argv], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, "dpusim %s: %s%s" % (" ".join(argv), proc.stdout, proc.stderr)
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("upgrade")
+    inventory = make_sim_inventory(directory / "inventory", nodes=4)
+    images = {}
+    for name, kind, version in (("fw", "nic-fw", NEW_FW), ("bfb", "bfb", "2.9.2-31_25.02"),
+                                ("fw-old", "nic-fw", OLD_FW), ("bfb-old", "bfb", OLD_RELEASE)):
+        images[name] = directory / (name + ".bin")
+        dpusim("make-image", "--kind", kind, "--profile", "bluefield3", "--version", version, "-o", str(images[name]))
+    state_dir = directory / "records"
+    extra = {"firmware_nic_image": str(images["fw"]), "firmware_nic_version": NEW_FW,
+             "firmware_bfb_image": str(images["bfb"]), "firmware_bfb_version": NEW_RELEASE,
+             "firmware_bfb_ready_timeout": 3, "firmware_bfb_poll_interval": 1,
+             "bluefleet_state_dir": str(state_dir)}
+    (directory / "extra.json").write_text(json.dumps(extra))
+    return {"dir": directory, "inventory": inventory, "images": images, "records": state_dir,
+            "state": directory / "inventory" / "state", "extra": "@%s" % (directory / "extra.json")}
+
+
+def vars_file(fleet, name, data):
+    """Extra vars as a file: run_playbook joins its arguments with spaces, so JSON goes through -e @FILE."""
+    path = fleet["dir"] / (name + ".json")
+    path.write_text(json.dumps(data))
+    return "@%s" % path
+
+
+def upgrade(fleet, *args, check=True):
+    return run_playbook(PLAYBOOK, fleet["inventory"], "-e", fleet["extra"], *args, check=check)
+
+
+def snapshot(fleet):
+    return {path.name: twin_state(path) for path in sorted(fleet["state"].iterdir()) if (path / "node.json").exists()}
+
+
+def card(fleet, host):
+    return twin_state(fleet["state"] / host)["cards"][0]
+
+
+def versions(fleet, dpu):
+    data = card(fleet, dpu)
+    return data["firmware"]["running"]["version"], data["dpu_os"]["release"]
+
+
+def batches(run):
+    """Hosts of the upgrade play, batch by batch, from the events (a play start opens each serial batch)."""
+    out = []
+    current = None
+    for event in run["events"]:
+        kind = event.get("event")
+        data = event.get("event_data", {})
+        if kind == "playbook_on_play_start":
+            current = [] if data.get("play") == "Rolling upgrade, canary first, then batches" else None
+            if current is not None:
+                out.append(current)
+        elif kind == "runner_on_start" and current is not None and data.get("host") not in current:
+            current.append(data["host"])
+    return out
+
+
+def failures(run):
+    return {e["event_data"]["host"]: e["event_data"]["res"] for e in run["events"]
+            if e.get("event") == "runner_on_failed" and not e["event_data"].get("ignore_errors")}
+
+
+def results(run, task):
+    return {e["event_data"]["host"]: e["event_data"]["res"] for e in run["events"]
+            if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == task}
+
+
+def test_check_mode_prints_each_reset_plan_and_changes_nothing(fleet):
+    # the inventory plugin creates the twin roots when it first parses the inventory
+    upgrade(fleet, "--list-hosts")
+    root = fleet["state"] / "sim03-dpu"
+    subprocess.run([str(root / "bin" / "mlxprivhost"), "-d", "/dev/mst/mt41692_pciconf0", "r"], check=True,
+                   timeout=60, capture_output=True, env=dict(os.environ, DPUSIM_ROOT=str(root)))
+    assert card(fleet, "sim03-dpu")["privhost"]["level"] == "RESTRICTED"
+    before = snapshot(fleet)
+    run = upgrade(fleet, "--check")
+    assert snapshot(fleet) == before, "check mode changed the twin"
+    assert not fleet["records"].exists(), "check mode wrote a record"
+    plans = results(run, "Show the reset plan")
+    assert sorted(plans) == DPUS
+    for plan in plans.values():
+        lines = plan["msg"]
+        assert lines[0] == "/dev/mst/mt41692_pciconf0: 2 change(s); reset: power_cycle"
+        assert lines[1].startswith("  bfb: %s -> %s (needs power_cycle" % (OLD_RELEASE, NEW_RELEASE))
+        assert lines[2].startswith("  nic_firmware: %s -> %s (needs firmware_reset" % (OLD_FW, NEW_FW))
+    assert changed_count(run) > 0
+
+
+def test_dpu_never_returns_stops_the_rollout_after_the_failed_node(fleet):
+    dpusim("--root", str(fleet["state"] / "sim02-dpu"), "fault", "set", "dpu_never_returns")
+    before = snapshot(fleet)
+    run = upgrade(fleet, "-e", vars_file(fleet, "serial-112", {"upgrade_serial": ["1", "1", "2"]}), check=False)
+    assert run["rc"] != 0
+    assert batches(run) == [["sim01-dpu"], ["sim02-dpu"]]
+    msg = failures(run)["sim02-dpu"]["msg"]
+    assert msg.startswith("sim02-dpu: upgrade failed at 'Install the BFB from the host over rshim")
+    assert "BlueField Update Failed" in msg and "SW_RESET 1" in msg  # the tool's console, then what to do
+    assert versions(fleet, "sim01-dpu") == (NEW_FW, NEW_RELEASE)  # the canary went through
+    for untouched in ("sim03", "sim03-dpu", "sim04", "sim04-dpu"):
+        assert twin_state(fleet["state"] / untouched) == before[untouched], untouched
+    record = json.loads((fleet["records"] / "sim02-dpu.json").read_text())
+    assert record["previous"]["nic_firmware"] == OLD_FW and record["previous"]["bfb_release"] == OLD_RELEASE
+
+
+def test_rerun_after_the_fault_completes_canary_then_batch(fleet):
+    dpusim("--root", str(fleet["state"] / "sim02-dpu"), "fault", "clear")
+    dpusim("--root", str(fleet["state"] / "sim02"), "power-cycle")  # what a person does for a DPU that stays down
+    run = upgrade(fleet, "-e", vars_file(fleet, "serial-13", {"upgrade_serial": ["1", "3"]}))
+    assert batches(run) == [["sim01-dpu"], ["sim02-dpu", "sim03-dpu", "sim04-dpu"]]
+    assert run["stats"]["changed"].get("sim01-dpu", 0) == 0, "the canary was already at the target"
+    for dpu in DPUS:
+        assert versions(fleet, dpu) == (NEW_FW, NEW_RELEASE), dpu
+    # the restricted host was lifted for the upgrade and restricted again
+    assert card(fleet, "sim03-dpu")["privhost"]["level"] == "RESTRICTED"
+    lifted = results(run, "Lift the host restriction for the upgrade (step 'lift restriction')")
+    assert lifted["sim03-dpu"]["changed"] and lifted["sim03-dpu"]["previous_level"] == "RESTRICTED"
+    record = json.loads((fleet["records"] / "sim03-dpu.json").read_text())
+    assert record["previous"] == {"nic_firmware": OLD_FW, "nic_firmware_flashed": OLD_FW,
+                                  "bfb_release": OLD_RELEASE, "host_level": "RESTRICTED"}
+    assert record["target"] == {"nic_firmware": NEW_FW, "bfb_release": NEW_RELEASE}
+
+
+def test_second_run_changes_nothing(fleet):
+    before = snapshot(fleet)
+    run = upgrade(fleet, "-e", vars_file(fleet, "serial-13", {"upgrade_serial": ["1", "3"]}))
+    assert changed_count(run) == 0, run["stdout"][-3000:]
+    after = snapshot(fleet)
+    for name in before:
+        assert before[name]["cards"] == after[name]["cards"], name
+
+
+def test_rollback_returns_a_node_to_its_recorded_versions(fleet):
+    missing = run_playbook(ROLLBACK, fleet["inventory"], "--limit", "sim04-dpu", "-e", fleet["extra"], check=False)
+    assert missing["rc"] != 0
+    assert 'rollback_nic_images["%s"]' % OLD_FW in failures(missing)["sim04-dpu"]["msg"]
+    images = {"rollback_nic_images": {OLD_FW: str(fleet["images"]["fw-old"])},
+              "rollback_bfb_images": {OLD_RELEASE: str(fleet["images"]["bfb-old"])}}
+    run_playbook(ROLLBACK, fleet["inventory"], "--limit", "sim04-dpu", "-e", fleet["extra"], "-e",
+                 vars_file(fleet, "rollback-images", images))
+    assert versions(fleet, "sim04-dpu") == (OLD_FW, OLD_RELEASE)
+    assert versions(fleet, "sim03-dpu") == (NEW_FW, NEW_RELEASE)
