@@ -22,6 +22,7 @@ NEW_FW = "32.43.1014"
 OLD_RELEASE = "bf-bundle-2.9.1-40_24.11-ubuntu-22.04_prod"
 NEW_RELEASE = "bf-bundle-2.9.2-31_25.02_ubuntu-22.04_prod"
 DPUS = ["sim01-dpu", "sim02-dpu", "sim03-dpu", "sim04-dpu"]
+PASSWORD_HASH = "$1$3B0RIrfX$TlHry93NFUJzg3Nya00rE1"  # bf.cfg ubuntu_PASSWORD (as test_firmware_images_sim)
 
 
 def dpusim(*argv):
@@ -43,6 +44,7 @@ def fleet(tmp_path_factory):
     extra = {"firmware_nic_image": str(images["fw"]), "firmware_nic_version": NEW_FW,
              "firmware_bfb_image": str(images["bfb"]), "firmware_bfb_version": NEW_RELEASE,
              "firmware_bfb_ready_timeout": 3, "firmware_bfb_poll_interval": 1,
+             "firmware_bfb_password_hash": PASSWORD_HASH,
              "bluefleet_state_dir": str(state_dir)}
     (directory / "extra.json").write_text(json.dumps(extra))
     return {"dir": directory, "inventory": inventory, "images": images, "records": state_dir,
@@ -144,6 +146,7 @@ def test_rerun_after_the_fault_completes_canary_then_batch(fleet):
     assert run["stats"]["changed"].get("sim01-dpu", 0) == 0, "the canary was already at the target"
     for dpu in DPUS:
         assert versions(fleet, dpu) == (NEW_FW, NEW_RELEASE), dpu
+    assert PASSWORD_HASH not in run["stdout"] and PASSWORD_HASH not in json.dumps(run["events"])
     # the restricted host was lifted for the upgrade and restricted again
     assert card(fleet, "sim03-dpu")["privhost"]["level"] == "RESTRICTED"
     lifted = results(run, "Lift the host restriction for the upgrade (step 'lift restriction')")
