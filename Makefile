@@ -46,7 +46,9 @@ test: venv
 lint: venv
 	$(BIN)/ruff check src plugins tests
 	$(BIN)/yamllint -s .
-	$(BIN)/ansible-lint
+	@# ansible-lint installs the collection it lints into $$HOME/.ansible and does not refresh a copy
+	@# of the same version: a throw-away HOME keeps a stale copy from shadowing the tree being linted.
+	lint_home=$$(mktemp -d) && trap 'rm -rf "$$lint_home"' EXIT && HOME=$$lint_home $(BIN)/ansible-lint
 
 sanity: venv
 	scripts/sanity.sh

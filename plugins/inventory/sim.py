@@ -141,6 +141,8 @@ class InventoryModule(BaseInventoryPlugin):
         self.inventory.set_variable(name, "firmware_power_cycle_method", "command")
         self.inventory.set_variable(name, "firmware_power_cycle_command", [dpusim, "--root", root, "power-cycle"])
         self.inventory.set_variable(name, "firmware_reboot_command", [dpusim, "--root", root, "reboot"])
+        # The twin's bfb-install takes seconds (DPUSIM_TIME_SCALE): poll it every second.
+        self.inventory.set_variable(name, "firmware_bfb_poll_interval", 1)
 
     @staticmethod
     def _run(argv):
