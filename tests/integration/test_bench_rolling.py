@@ -21,5 +21,6 @@ def test_bench_runs_at_four_nodes(tmp_path):
     assert result["batches"] == 2
     assert result["ideal_seconds"] == 4.0
     assert result["makespan_seconds"] >= result["ideal_seconds"]
-    assert result["ratio"] == round(result["makespan_seconds"] / result["ideal_seconds"], 3)
+    # makespan is reported to 0.01 s and the ratio from the unrounded figure: equal within that rounding
+    assert abs(result["ratio"] - result["makespan_seconds"] / result["ideal_seconds"]) < 0.01 / result["ideal_seconds"]
     assert "makespan / ideal" in proc.stdout
