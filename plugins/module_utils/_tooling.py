@@ -24,7 +24,11 @@ import hashlib
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import error_reason, tool_missing
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import (
+    error_reason,
+    tool_missing,
+    version_line,
+)
 
 _SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
 
@@ -158,3 +162,26 @@ def sha256_of(path):
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def run_module(module, label, runner_class, work, version_argv=None):
+    """The end of a tool-driven module's ``main()``, written once.
+
+    Checks the ``timeout`` option, runs ``work(runner)`` with a fresh ``runner_class`` (the module's
+    ``ToolRunner``, passed in so tests can put a fake in its place), turns a ToolError
+    into ``fail_json`` (with every argv run so far), adds ``tool_version`` when ``version_argv(result)``
+    gives the argv that prints it, and ``cmd``, then ``exit_json``.
+    """
+    params = module.params
+    problem = nonpositive_seconds(params, label)
+    if problem:
+        module.fail_json(msg=problem)
+    runner = runner_class(timeout=params["timeout"])
+    try:
+        result = work(runner)
+    except ToolError as exc:
+        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **exc.details(with_cmd=False))
+    if version_argv is not None:
+        result["tool_version"] = version_line(runner, version_argv(result))
+    result["cmd"] = [list(a) for a in runner.cmd]
+    module.exit_json(**result)

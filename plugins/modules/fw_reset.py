@@ -266,11 +266,11 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxfwreset import (
     parse_mlxfwreset_reset,
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import PlanError, describe, plan, render
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
     ToolError,
-    nonpositive_seconds,
     parse_output,
+    run_module,
     run_tool,
     side_spec,
     timeout_spec,
@@ -529,18 +529,8 @@ def main():
         ],
         supports_check_mode=True,
     )
-    p = module.params
-    problem = nonpositive_seconds(p, "reset the card")
-    if problem:
-        module.fail_json(msg=problem)
-    runner = ToolRunner(timeout=p["timeout"])
-    try:
-        result = run_reset(runner, p, module.check_mode)
-    except ToolError as exc:
-        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **exc.details(with_cmd=False))
-    result["tool_version"] = version_line(runner, ["mlxfwreset", "--version"])
-    result["cmd"] = [list(a) for a in runner.cmd]
-    module.exit_json(**result)
+    run_module(module, "reset the card", ToolRunner, lambda runner: run_reset(runner, module.params, module.check_mode),
+               lambda result: ["mlxfwreset", "--version"])
 
 
 if __name__ == "__main__":

@@ -107,11 +107,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import only_card, read_mst
 from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxprivhost import parse_mlxprivhost_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
     ToolError,
-    nonpositive_seconds,
     parse_output,
+    run_module,
     run_tool,
     timeout_spec,
 )
@@ -166,18 +166,9 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    p = module.params
-    problem = nonpositive_seconds(p, "set host privilege")
-    if problem:
-        module.fail_json(msg=problem)
-    runner = ToolRunner(timeout=p["timeout"])
-    try:
-        result = run_restriction(runner, p, module.check_mode)
-    except ToolError as exc:
-        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **exc.details(with_cmd=False))
-    result["tool_version"] = version_line(runner, ["mlxprivhost", "-v"])
-    result["cmd"] = [list(a) for a in runner.cmd]
-    module.exit_json(**result)
+    run_module(module, "set host privilege", ToolRunner,
+               lambda runner: run_restriction(runner, module.params, module.check_mode),
+               lambda result: ["mlxprivhost", "-v"])
 
 
 if __name__ == "__main__":

@@ -159,12 +159,12 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_di
 from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import parse_flint_burn, parse_flint_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxfwmanager import parse_mlxfwmanager_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import change_reset
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
     ToolError,
     is_sha256,
-    nonpositive_seconds,
     parse_output,
+    run_module,
     run_tool,
     sha256_of,
     timeout_spec,
@@ -346,18 +346,9 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    p = module.params
-    problem = nonpositive_seconds(p, "burn firmware to %s" % p["device"])
-    if problem:
-        module.fail_json(msg=problem)
-    runner = ToolRunner(timeout=p["timeout"])
-    try:
-        result = run_firmware(runner, p, module.check_mode)
-    except ToolError as exc:
-        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **exc.details(with_cmd=False))
-    result["tool_version"] = version_line(runner, [result["tool"], "--version"])
-    result["cmd"] = [list(a) for a in runner.cmd]
-    module.exit_json(**result)
+    run_module(module, "burn firmware to %s" % module.params["device"], ToolRunner,
+               lambda runner: run_firmware(runner, module.params, module.check_mode),
+               lambda result: [result["tool"], "--version"])
 
 
 if __name__ == "__main__":

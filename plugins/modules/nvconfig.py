@@ -192,8 +192,8 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import l
 from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, version_line
 from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
     ToolError,
-    nonpositive_seconds,
     parse_output,
+    run_module,
     run_tool,
     timeout_spec,
 )
@@ -422,16 +422,8 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
-    problem = nonpositive_seconds(p, "configure NV parameters")
-    if problem:
-        module.fail_json(msg=problem)
-    runner = ToolRunner(timeout=p["timeout"])
-    try:
-        result = configure(runner, p["device"], p["params"], p["mode"], p["tool"], module.check_mode)
-    except ToolError as exc:
-        module.fail_json(msg=exc.msg, cmd=[list(a) for a in runner.cmd], **exc.details(with_cmd=False))
-    result["cmd"] = [list(a) for a in runner.cmd]
-    module.exit_json(**result)
+    run_module(module, "configure NV parameters", ToolRunner,
+               lambda runner: configure(runner, p["device"], p["params"], p["mode"], p["tool"], module.check_mode))
 
 
 if __name__ == "__main__":
