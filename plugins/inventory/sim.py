@@ -21,6 +21,10 @@ description:
   - Each host also gets the settings that differ between a twin and a real machine
     (C(preflight_fs_root), C(firmware_power_cycle_method), C(firmware_power_cycle_command),
     C(firmware_reboot_command)); a real inventory sets them for its BMCs instead.
+  - C(bluefleet_fs_root) (the twin root) is where roles write the files a machine keeps under
+    C(/), and C(bluefleet_linux_services=false) tells roles not to manage this machine's own
+    Linux services (Open vSwitch, strongSwan, nftables, systemd units): all simulated nodes share
+    one kernel, so only the card's side of each stage runs here. The lab runs both.
 options:
   plugin:
     description: Marks this file as a configuration of this plugin.
@@ -138,6 +142,12 @@ class InventoryModule(BaseInventoryPlugin):
         # What a real machine has at / (/dev/rshimN, /sys/...) the twin keeps under its root; a
         # power cycle or reboot of a simulated machine is the twin's own command.
         self.inventory.set_variable(name, "preflight_fs_root", root)
+        # Files a role writes on a machine (/etc/..., /etc/systemd/system/...) go under the twin
+        # root too, and the Linux services of this machine (Open vSwitch, strongSwan, nftables,
+        # systemd) are not touched: every simulated node shares this one kernel. Roles manage
+        # only the card's side here; the lab (containers) runs the services for real.
+        self.inventory.set_variable(name, "bluefleet_fs_root", root)
+        self.inventory.set_variable(name, "bluefleet_linux_services", False)
         self.inventory.set_variable(name, "firmware_power_cycle_method", "command")
         self.inventory.set_variable(name, "firmware_power_cycle_command", [dpusim, "--root", root, "power-cycle"])
         self.inventory.set_variable(name, "firmware_reboot_command", [dpusim, "--root", root, "reboot"])
