@@ -1,7 +1,8 @@
 """``bluefleet lab``: the container lab (GPU-host + BlueField pairs wired like the hardware).
 
     bluefleet lab images [--force] [--print-env]   build what is missing (tags = hash of inputs)
-    bluefleet lab up [--pairs N] [--prefix P]      images, containers, wiring, twin, inventory
+    bluefleet lab up [--pairs N] [--prefix P] [--fabric-subnet CIDR]   images, containers, wiring, twin,
+                                                   inventory (DPU/VTEP/overlay addresses included)
     bluefleet lab wire [--pairs N] [--prefix P]    wiring + twin init of existing containers (Molecule prepare)
     bluefleet lab inventory [--pairs N] [--prefix P] [--inventory PATH]
     bluefleet lab status|summary [--prefix P]
@@ -59,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
         if name in ("up", "wire"):
             sp.add_argument("--profile", default=lab_wiring.DEFAULT_PROFILE,
                             help="twin device profile (default %(default)s)")
+        if name in ("up", "wire", "inventory"):
+            sp.add_argument("--fabric-subnet", default=lab_wiring.DEFAULT_FABRIC_SUBNET,
+                            help="the fabric network's IPv4 subnet; DPU i gets its host address i on p0 "
+                                 "(default %(default)s)")
         if name in ("up", "inventory", "down"):
             sp.add_argument("--inventory", default=None,
                             help=f"inventory file to write/remove (default {DEFAULT_INVENTORY})")
@@ -82,7 +87,7 @@ def cmd_images(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    topo = Topology(args.prefix, args.pairs, args.profile)
+    topo = Topology(args.prefix, args.pairs, args.profile, args.fabric_subnet)
     t0 = time.monotonic()
     lab_images.require_root("wiring veths into the containers' network namespaces (ip link ... netns PID)")
     lab_images.require_docker()
@@ -101,7 +106,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_wire(args: argparse.Namespace) -> int:
-    topo = Topology(args.prefix, args.pairs, args.profile)
+    topo = Topology(args.prefix, args.pairs, args.profile, args.fabric_subnet)
     lab_images.require_root("wiring veths into the containers' network namespaces (ip link ... netns PID)")
     lab_images.require_docker()
     changes = lab_wiring.wire(topo)
@@ -112,7 +117,7 @@ def cmd_wire(args: argparse.Namespace) -> int:
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
-    topo = Topology(args.prefix, args.pairs)
+    topo = Topology(args.prefix, args.pairs, fabric_subnet=args.fabric_subnet)
     inv = _inventory_path(args.inventory)
     lab_wiring.write_inventory(topo, inv)
     _out(f"wrote {inv}")
