@@ -181,4 +181,22 @@ def parse_dump_flows(text):
     return {"flows": flows}
 
 
-PARSERS = {"ovs-vsctl-show": parse_vsctl_show, "ovs-offloaded-flows": parse_dump_flows}
+def parse_vsctl_get_map(text):
+    """``ovs-vsctl get TABLE RECORD COLUMN`` of a map column (``other_config``, ``external_ids``): one line
+    ``{key=value, key="value"}`` (``{}`` when empty), values quoted where OVSDB needs it (verbatim sample
+    ``shared/corpus/ovs/cx6-proxmox-get-other_config.txt``). Quotes are removed: ``{"hw-offload": "true"}``.
+    """
+    kind = "ovs-vsctl-get-map"
+    lines = [(n, line) for n, line in enumerate(split_lines(text), 1) if line.strip()]
+    if len(lines) != 1:
+        raise ParseError(kind, "expected exactly one line '{key=value, ...}', got %d" % len(lines),
+                         *(lines[1] if lines else (0, None)))
+    number, line = lines[0]
+    parsed = _options(line)
+    if parsed is None:
+        raise ParseError(kind, "not an OVSDB map '{key=value, ...}'", number, line)
+    return {"map": parsed}
+
+
+PARSERS = {"ovs-vsctl-show": parse_vsctl_show, "ovs-offloaded-flows": parse_dump_flows,
+           "ovs-vsctl-get-map": parse_vsctl_get_map}
