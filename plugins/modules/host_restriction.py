@@ -5,24 +5,46 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: host_restriction
-short_description: Restrict or privilege the GPU host of a BlueField DPU (mlxprivhost)
+short_description: Restrict or privilege the GPU host of a BlueField DPU (mlxprivhost, zero trust)
 version_added: 0.1.0
 description:
-  - Runs on the BlueField's Arm side (the DPU inventory host) and makes the host privilege level of the card
-    O(state) - C(restricted) (the x86 host may not write NV configuration, burn firmware or reset the card) or
-    C(privileged) (the default).
-  - Reads the level with C(mlxprivhost -d DEV q); when it differs runs C(mlxprivhost -d DEV r) or
-    C(mlxprivhost -d DEV p) once, reads it again and fails unless it is O(state).
-  - Only the level is managed. The C(--disable_*) flags (rshim, tracer, counters, port owner) are not set by this
-    module, so a change takes effect at once (C(reset_required) is C(none)).
+  - Runs on the BlueField's Arm side (the DPU inventory host) and sets the host privilege level of the card,
+    O(state) - C(restricted) (zero trust - the x86 host may not write NV configuration, burn firmware or reset the
+    card) or C(privileged) (the default) - and, while restricted, the port-function flags O(disable_rshim),
+    O(disable_tracer), O(disable_counter_rd) and O(disable_port_owner).
+  - Reads the configuration with C(mlxprivhost -d DEV q) (the level and the flags stored on the card); when it
+    differs runs C(mlxprivhost -d DEV r [--disable_...]) or C(mlxprivhost -d DEV p) once, reads it again and fails
+    unless it is what was asked for.
+  - The level takes effect at once. A changed flag needs a reset to be active, which this module does not apply;
+    it reports it in RV(reset_required) and per flag in RV(reset_required_by) - C(disable_rshim) a power cycle,
+    C(disable_tracer) and C(disable_counter_rd) a firmware reset, C(disable_port_owner) none. The query shows the
+    stored flags, so a second run reports no change even before that reset.
+  - On the GPU host side the tool refuses to change the level; the module then fails and says to run it on the DPU.
 author:
   - bluefleet developers (!UNKNOWN)
 options:
   state:
-    description: The host privilege level wanted.
+    description:
+      - The host privilege level wanted.
+      - C(privileged) clears every flag (C(mlxprivhost p) does), so no O(disable_rshim) etc. may be true with it.
     type: str
     choices: [restricted, privileged]
     required: true
+  disable_rshim:
+    description: With O(state=restricted), the host gets no rshim function (no access to the Arm's registers,
+      no BFB push from the host). Null - keep what the card has. Active after a power cycle.
+    type: bool
+  disable_tracer:
+    description: With O(state=restricted), the host may not own the firmware tracer. Null - keep what the card has.
+      Active after a firmware reset.
+    type: bool
+  disable_counter_rd:
+    description: With O(state=restricted), the host may not read the physical port counters. Null - keep what the
+      card has. Active after a firmware reset.
+    type: bool
+  disable_port_owner:
+    description: With O(state=restricted), the host may not be port owner. Null - keep what the card has.
+    type: bool
   device:
     description: The card, as the tools take it in C(-d) (C(/dev/mst/mt41692_pciconf0)). Empty - the only card
       C(mst status -v) lists.
@@ -33,10 +55,11 @@ options:
     default: 120
 attributes:
   check_mode:
-    description: Reads the level and reports whether it would change; writes nothing.
+    description: Reads the configuration and reports whether it would change and which reset that needs; writes
+      nothing.
     support: full
   diff_mode:
-    description: The level before and after.
+    description: The level and the four flags before and after.
     support: full
   platform:
     description: BlueField Arm systems with MFT or mstflint installed.
@@ -44,9 +67,11 @@ attributes:
     support: full
 notes:
   - The tools are looked up on C(PATH) of the task's environment and run with C(LC_ALL=C).
-  - The GPU host cannot change its own level; run the module on the DPU.
+  - Lifting the restriction (O(state=privileged)) clears the flags on the card; restoring them needs the same
+    reset again.
 seealso:
   - module: bluefleet.dpu.dpu_info
+  - module: bluefleet.dpu.fw_reset
 """
 
 
@@ -56,16 +81,30 @@ EXAMPLES = r"""
     state: privileged
   register: lifted
 
-- name: Restrict the host again (zero-trust)
+- name: Restrict the host again, keeping the flags the card has
   bluefleet.dpu.host_restriction:
     device: /dev/mst/mt41692_pciconf0
     state: restricted
+
+- name: Zero trust - restrict the host and take its rshim, tracer and counters away
+  bluefleet.dpu.host_restriction:
+    state: restricted
+    disable_rshim: true
+    disable_tracer: true
+    disable_counter_rd: true
+    disable_port_owner: true
+  register: zero_trust
+
+- name: Say which reset activates the flags (this module applies none)
+  ansible.builtin.debug:
+    msg: "{{ zero_trust.reset_required_by }}"
+  when: zero_trust.reset_required != 'none'
 """
 
 
 RETURN = r"""
 changed:
-  description: True when the level was changed (or, in check mode, would be).
+  description: True when the level or a flag was changed (or, in check mode, would be).
   returned: always
   type: bool
 device:
@@ -77,19 +116,31 @@ level:
   description: The level after the run as C(mlxprivhost q) prints it (in check mode, as it is now).
   returned: always
   type: str
-  sample: PRIVILEGED
+  sample: RESTRICTED
 previous_level:
   description: The level before the run.
   returned: always
   type: str
-  sample: RESTRICTED
+  sample: PRIVILEGED
+port_functions:
+  description: The four flags after the run as the query shows them (stored on the card; a flag may wait for
+    its reset). In check mode, as they are now.
+  returned: always
+  type: dict
+  sample: {disable_rshim: true, disable_tracer: true, disable_counter_rd: true, disable_port_owner: true}
 reset_required:
-  description: Always C(none) - a level change takes effect at once (mlxprivhost's help says so).
+  description: The biggest reset the flags changed by this run need to be active (C(none), C(firmware_reset),
+    C(power_cycle); classes of the bluefleet reset planner). The module applies none.
   returned: always
   type: str
-  sample: none
+  sample: power_cycle
+reset_required_by:
+  description: The reset each changed flag needs, by flag name (empty when no flag changed).
+  returned: always
+  type: dict
+  sample: {disable_rshim: power_cycle, disable_tracer: firmware_reset}
 diff:
-  description: C(level) before and after.
+  description: C(level) and the four flags before and after.
   returned: always
   type: dict
 cmd:
@@ -107,6 +158,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import only_card, read_mst
 from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxprivhost import parse_mlxprivhost_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import largest
 from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
     ToolError,
@@ -118,9 +170,23 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
 
 LEVELS = {"restricted": "RESTRICTED", "privileged": "PRIVILEGED"}
 COMMANDS = {"restricted": "r", "privileged": "p"}
+# What activates each port-function flag (hardware-facts.md section 2, from the MFT mlxprivhost page):
+# the level itself takes effect at once.
+FLAG_RESETS = {
+    "disable_rshim": "power_cycle",
+    "disable_tracer": "firmware_reset",
+    "disable_counter_rd": "firmware_reset",
+    "disable_port_owner": "none",
+}
+FLAGS = tuple(FLAG_RESETS)
+# What mlxprivhost prints when it is run where it cannot change the level (mstflint mlxconfig/mstprivhost.py:
+# a single-host x86 side cannot restrict itself; lifting the restriction works only from the Arm side).
+_WRONG_SIDE = ("cannot restrict itself", "only effective on the ARM side", "Secure host enabled")
+_WRONG_SIDE_HINT = ("; mlxprivhost changes the host level only from the BlueField's Arm side: run this task on the "
+                    "DPU (inventory group dpus), not on the GPU host")
 
 
-def read_level(runner, device):
+def read_state(runner, device):
     what = "query host privilege of %s with mlxprivhost" % device
     result = run_tool(runner, ["mlxprivhost", "-d", device, "q"], what)
     data = parse_output(parse_mlxprivhost_query, result, what)
@@ -128,40 +194,92 @@ def read_level(runner, device):
         raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
     if not data["level"]:
         raise ToolError("%s failed: the query printed no level" % what, result)
-    return data["level"]
+    state = {"level": data["level"]}
+    for flag in FLAGS:
+        value = data["port_functions"].get(flag)
+        if value not in ("TRUE", "FALSE"):
+            raise ToolError("%s failed: '%s' is %r, expected TRUE or FALSE" % (what, flag, value), result)
+        state[flag] = value == "TRUE"
+    return state
+
+
+def wanted_state(params, before):
+    """The level and flags asked for; a flag left unset (null) keeps its value while restricted.
+    ``mlxprivhost p`` clears every flag, so privileged means all flags false."""
+    want = {"level": LEVELS[params["state"]]}
+    for flag in FLAGS:
+        if params["state"] == "privileged":
+            want[flag] = False
+        else:
+            want[flag] = before[flag] if params[flag] is None else params[flag]
+    return want
+
+
+def check_params(params):
+    if params["state"] == "privileged":
+        set_flags = [flag for flag in FLAGS if params[flag]]
+        if set_flags:
+            raise ToolError("set host privilege failed: %s apply only with state=restricted (mlxprivhost p clears "
+                            "every flag); drop them or use state=restricted" % ", ".join(set_flags))
+
+
+def argv_for(device, params, want):
+    argv = ["mlxprivhost", "-d", device, COMMANDS[params["state"]]]
+    if params["state"] == "restricted":
+        argv += ["--" + flag for flag in FLAGS if want[flag]]
+    return argv
+
+
+def apply(runner, device, argv, want):
+    what = "set host privilege of %s to %s with mlxprivhost" % (device, want["level"])
+    try:
+        result = run_tool(runner, argv, what)
+    except ToolError as exc:
+        out = exc.result.stdout + exc.result.stderr if exc.result is not None else ""
+        if any(text in out for text in _WRONG_SIDE):
+            exc.msg += _WRONG_SIDE_HINT
+        raise
+    if "Failed" in result.stdout or "Done!" not in result.stdout:
+        raise ToolError("%s failed: the tool did not print 'Done!'" % what, result)
+    after = read_state(runner, device)
+    if after != want:
+        differ = ["%s=%s" % (key, after[key]) for key in after if after[key] != want[key]]
+        raise ToolError("%s failed: read back %s" % (what, ", ".join(differ)), result)
+    return after
 
 
 def run_restriction(runner, params, check_mode):
+    check_params(params)
     device = params["device"] or only_card(*read_mst(runner))
-    before = read_level(runner, device)
-    wanted = LEVELS[params["state"]]
-    changed = before != wanted
+    before = read_state(runner, device)
+    want = wanted_state(params, before)
+    changed_flags = [flag for flag in FLAGS if before[flag] != want[flag]]
+    changed = before != want
     after = before
     if changed and not check_mode:
-        what = "set host privilege of %s to %s with mlxprivhost" % (device, wanted)
-        result = run_tool(runner, ["mlxprivhost", "-d", device, COMMANDS[params["state"]]], what,
-                          hint="; run it on the DPU's Arm side, not on the GPU host")
-        if "Done!" not in result.stdout:
-            raise ToolError("%s failed: the tool did not print 'Done!'" % what, result)
-        after = read_level(runner, device)
-        if after != wanted:
-            raise ToolError("%s failed: the level read back is %s" % (what, after), result)
+        after = apply(runner, device, argv_for(device, params, want), want)
+    reset_by = {flag: FLAG_RESETS[flag] for flag in changed_flags}
     return {
         "changed": changed,
         "device": device,
-        "level": after,
-        "previous_level": before,
-        "reset_required": "none",
-        "diff": make_diff({"level": before}, {"level": wanted if changed else before}),
+        "level": after["level"],
+        "previous_level": before["level"],
+        "port_functions": {flag: after[flag] for flag in FLAGS},
+        "reset_required": largest(reset_by.values()),
+        "reset_required_by": reset_by,
+        "diff": make_diff(before, want if changed else before),
     }
 
 
 def argument_spec():
-    return {
+    spec = {
         "state": {"type": "str", "choices": list(LEVELS), "required": True},
         "device": {"type": "str"},
         "timeout": timeout_spec(120),
     }
+    for flag in FLAGS:
+        spec[flag] = {"type": "bool"}
+    return spec
 
 
 def main():

@@ -1,10 +1,14 @@
 """host_restriction: exact ordered argv against recorded outputs.
 
 Tool outputs:
-* ``mlxprivhost -d DEV q`` PRIVILEGED: shared/corpus/mlxprivhost/bf2-query-privileged-fixture.txt (verbatim).
-* RESTRICTED: no capture exists (corpus INDEX "Gaps"); the same layout with the level word the tool's source
-  prints (shared/corpus/mlxprivhost/FORMAT-from-source.md).
-* ``r`` / ``p`` print ``Done!`` (FORMAT-from-source.md).
+* ``mlxprivhost -d DEV q`` PRIVILEGED (old title): shared/corpus/mlxprivhost/bf2-query-privileged-fixture.txt.
+* ``q`` RESTRICTED with every flag TRUE (new title "Host configurations"): a public test fixture (the
+  ``MLXPRIVHOST_OUT`` constant of a Rust DPU health-check test, found with the code index, id 24093001147);
+  the same layout as mstflint mlxconfig/mstprivhost.py ``printConfOut``. Mixed flag values are that layout
+  with other TRUE/FALSE words.
+* ``r`` / ``p`` print ``-I- preparing configuration file...Done!`` and ``-I- configuring device...Done!``
+  (mstprivhost.py ``updateTlvFile`` / ``setRestrictConf`` / ``setPrivConf``); on a single-host x86 side ``r``
+  prints ``-E- There is only a single host, it cannot restrict itself`` with rc 1.
 * ``mst status -v``: as in test_nvconfig.py.
 """
 
@@ -31,11 +35,37 @@ disable_port_owner            : FALSE
 disable_counter_rd            : FALSE
 
 """
-RESTRICTED = PRIVILEGED.replace(": PRIVILEGED", ": RESTRICTED")
+RESTRICTED_ALL = """\
+Host configurations
+-------------------
+level                         : RESTRICTED
+
+Port functions status:
+-----------------------
+disable_rshim                 : TRUE
+disable_tracer                : TRUE
+disable_port_owner            : TRUE
+disable_counter_rd            : TRUE
+
+"""
+RESTRICTED = RESTRICTED_ALL.replace(": TRUE", ": FALSE")
+DONE = "-I- preparing configuration file...Done!\n-I- configuring device...Done!\n"
+ALL_FLAGS = ["--disable_rshim", "--disable_tracer", "--disable_counter_rd", "--disable_port_owner"]
+ALL_ON = {"disable_rshim": True, "disable_tracer": True, "disable_counter_rd": True, "disable_port_owner": True}
+ALL_OFF = dict.fromkeys(ALL_ON, False)
 
 MST = (["mst", "status", "-v"], 0, MST_DPU, "")
 Q = ["mlxprivhost", "-d", DEV, "q"]
+R = ["mlxprivhost", "-d", DEV, "r"]
+P = ["mlxprivhost", "-d", DEV, "p"]
 VERSION = (["mlxprivhost", "-v"], 0, "mlxprivhost 4.30.0\n", "")
+
+
+def with_flags(text, **flags):
+    for name, on in flags.items():
+        text = text.replace("%-30s: %s" % (name, "TRUE" if not on else "FALSE"),
+                            "%-30s: %s" % (name, "TRUE" if on else "FALSE"))
+    return text
 
 
 def run_module(monkeypatch, capsys, args, steps, check_mode=False):
@@ -57,58 +87,156 @@ def run_module(monkeypatch, capsys, args, steps, check_mode=False):
 
 def test_lift_restriction_runs_p_once_and_reads_back(monkeypatch, capsys):
     result = run_module(monkeypatch, capsys, {"state": "privileged"}, [
-        MST, (Q, 0, RESTRICTED, ""), (["mlxprivhost", "-d", DEV, "p"], 0, "Done!\n", ""), (Q, 0, PRIVILEGED, ""),
-        VERSION])
+        MST, (Q, 0, RESTRICTED, ""), (P, 0, DONE, ""), (Q, 0, PRIVILEGED, ""), VERSION])
     assert result["changed"] is True
     assert result["device"] == DEV
     assert result["level"] == "PRIVILEGED"
     assert result["previous_level"] == "RESTRICTED"
     assert result["reset_required"] == "none"
-    assert result["diff"] == {"before": {"level": "RESTRICTED"}, "after": {"level": "PRIVILEGED"}}
+    assert result["reset_required_by"] == {}
+    assert result["diff"] == {"before": dict(ALL_OFF, level="RESTRICTED"), "after": dict(ALL_OFF, level="PRIVILEGED")}
     assert result["tool_version"] == "mlxprivhost 4.30.0"
-    assert result["cmd"] == [MST[0], Q, ["mlxprivhost", "-d", DEV, "p"], Q, VERSION[0]]
+    assert result["cmd"] == [MST[0], Q, P, Q, VERSION[0]]
 
 
-def test_restrict_with_device_given_skips_discovery(monkeypatch, capsys):
+def test_lift_from_zero_trust_clears_the_flags_and_names_their_resets(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"state": "privileged", "device": DEV}, [
+        (Q, 0, RESTRICTED_ALL, ""), (P, 0, DONE, ""), (Q, 0, PRIVILEGED, ""), VERSION])
+    assert result["changed"] is True
+    assert result["port_functions"] == ALL_OFF
+    assert result["reset_required"] == "power_cycle"
+    assert result["reset_required_by"] == {"disable_rshim": "power_cycle", "disable_tracer": "firmware_reset",
+                                           "disable_counter_rd": "firmware_reset", "disable_port_owner": "none"}
+
+
+def test_restrict_with_device_given_skips_discovery_and_keeps_flags(monkeypatch, capsys):
     result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV}, [
-        (Q, 0, PRIVILEGED, ""), (["mlxprivhost", "-d", DEV, "r"], 0, "Done!\n", ""), (Q, 0, RESTRICTED, ""),
-        VERSION])
+        (Q, 0, PRIVILEGED, ""), (R, 0, DONE, ""), (Q, 0, RESTRICTED, ""), VERSION])
     assert result["changed"] is True
     assert result["level"] == "RESTRICTED"
+    assert result["reset_required"] == "none"
+    assert result["cmd"][1] == R
+
+
+def test_zero_trust_restricts_with_every_flag_and_reports_the_power_cycle(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, dict(ALL_ON, state="restricted", device=DEV), [
+        (Q, 0, PRIVILEGED, ""), (R + ALL_FLAGS, 0, DONE, ""), (Q, 0, RESTRICTED_ALL, ""), VERSION])
+    assert result["changed"] is True
+    assert result["port_functions"] == ALL_ON
+    assert result["reset_required"] == "power_cycle"
+    assert result["reset_required_by"]["disable_rshim"] == "power_cycle"
+    assert result["reset_required_by"]["disable_tracer"] == "firmware_reset"
+    assert result["diff"]["before"] == dict(ALL_OFF, level="PRIVILEGED")
+    assert result["diff"]["after"] == dict(ALL_ON, level="RESTRICTED")
+
+
+def test_one_flag_more_while_restricted_re_restricts_with_the_kept_flags(monkeypatch, capsys):
+    before = with_flags(RESTRICTED, disable_port_owner=True)
+    after = with_flags(RESTRICTED, disable_port_owner=True, disable_tracer=True)
+    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV, "disable_tracer": True}, [
+        (Q, 0, before, ""), (R + ["--disable_tracer", "--disable_port_owner"], 0, DONE, ""), (Q, 0, after, ""),
+        VERSION])
+    assert result["changed"] is True
+    assert result["reset_required"] == "firmware_reset"
+    assert result["reset_required_by"] == {"disable_tracer": "firmware_reset"}
+
+
+def test_port_owner_alone_needs_no_reset(monkeypatch, capsys):
+    after = with_flags(RESTRICTED, disable_port_owner=True)
+    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV, "disable_port_owner": True}, [
+        (Q, 0, RESTRICTED, ""), (R + ["--disable_port_owner"], 0, DONE, ""), (Q, 0, after, ""), VERSION])
+    assert result["reset_required"] == "none"
+    assert result["reset_required_by"] == {"disable_port_owner": "none"}
 
 
 def test_already_at_level_is_no_change(monkeypatch, capsys):
     result = run_module(monkeypatch, capsys, {"state": "privileged", "device": DEV}, [(Q, 0, PRIVILEGED, ""), VERSION])
     assert result["changed"] is False
-    assert result["diff"] == {"before": {"level": "PRIVILEGED"}, "after": {"level": "PRIVILEGED"}}
+    assert result["diff"]["before"] == result["diff"]["after"] == dict(ALL_OFF, level="PRIVILEGED")
+    assert result["reset_required"] == "none"
     assert result["cmd"] == [Q, VERSION[0]]
 
 
-def test_check_mode_reports_the_change_and_writes_nothing(monkeypatch, capsys):
-    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV},
+def test_zero_trust_already_in_place_is_no_change(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, dict(ALL_ON, state="restricted", device=DEV),
+                        [(Q, 0, RESTRICTED_ALL, ""), VERSION])
+    assert result["changed"] is False
+    assert result["reset_required"] == "none"
+    assert result["reset_required_by"] == {}
+
+
+def test_check_mode_reports_the_change_and_its_reset_and_writes_nothing(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV, "disable_rshim": True},
                         [(Q, 0, PRIVILEGED, ""), VERSION], check_mode=True)
     assert result["changed"] is True
     assert result["level"] == "PRIVILEGED"
-    assert result["diff"]["after"] == {"level": "RESTRICTED"}
-    assert ["mlxprivhost", "-d", DEV, "r"] not in result["cmd"]
+    assert result["diff"]["after"] == dict(ALL_OFF, level="RESTRICTED", disable_rshim=True)
+    assert result["reset_required"] == "power_cycle"
+    assert result["cmd"] == [Q, VERSION[0]]
 
 
-def test_tool_failure_on_the_host_side_names_the_fix(monkeypatch, capsys):
-    err = "-E- Failed: host restriction can only be configured from the embedded Arm (DPU side)\n"
-    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV}, [
-        (Q, 0, PRIVILEGED, ""), (["mlxprivhost", "-d", DEV, "r"], 1, err, "")])
+def test_flag_with_privileged_fails_before_any_command(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"state": "privileged", "device": DEV, "disable_rshim": True}, [])
     assert result["failed"] is True
-    assert result["msg"] == ("set host privilege of %s to RESTRICTED with mlxprivhost failed: %s; run it on the "
-                             "DPU's Arm side, not on the GPU host" % (DEV, err.strip()))
+    assert "disable_rshim apply only with state=restricted" in result["msg"]
+    assert result["cmd"] == []
+
+
+def test_host_side_refusal_names_the_fix(monkeypatch, capsys):
+    out = "-E- There is only a single host, it cannot restrict itself\n"
+    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV}, [
+        (Q, 0, PRIVILEGED, ""), (R, 1, "-I- preparing configuration file...Done!\n" + out, "")])
+    assert result["failed"] is True
+    assert result["msg"] == ("set host privilege of %s to RESTRICTED with mlxprivhost failed: %s; mlxprivhost "
+                             "changes the host level only from the BlueField's Arm side: run this task on the DPU "
+                             "(inventory group dpus), not on the GPU host" % (DEV, out.strip()))
     assert result["rc"] == 1
-    assert result["cmd"] == [Q, ["mlxprivhost", "-d", DEV, "r"]]
+    assert result["cmd"] == [Q, R]
+
+
+def test_lift_from_the_host_side_names_the_fix(monkeypatch, capsys):
+    out = ("-I- preparing configuration file...Done!\n-I- configuring device...Failed\n"
+           "-E- Removing the restriction only effective on the ARM side\n")
+    result = run_module(monkeypatch, capsys, {"state": "privileged", "device": DEV}, [
+        (Q, 0, RESTRICTED, ""), (P, 1, out, "")])
+    assert result["failed"] is True
+    assert "Removing the restriction only effective on the ARM side; mlxprivhost changes" in result["msg"]
+
+
+def test_other_tool_failure_has_no_side_hint(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV}, [
+        (Q, 0, PRIVILEGED, ""), (R, 1, "", "mstconfig: device busy\n")])
+    assert result["failed"] is True
+    assert result["msg"].endswith("failed: exit status 1: mstconfig: device busy")
+
+
+def test_failed_word_with_rc_0_fails(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV}, [
+        (Q, 0, PRIVILEGED, ""), (R, 0, "-I- preparing configuration file...Done!\n-I- configuring device...Failed\n",
+                                 "")])
+    assert result["failed"] is True
+    assert result["msg"].endswith("failed: the tool did not print 'Done!'")
 
 
 def test_level_not_read_back_fails(monkeypatch, capsys):
     result = run_module(monkeypatch, capsys, {"state": "privileged", "device": DEV}, [
-        (Q, 0, RESTRICTED, ""), (["mlxprivhost", "-d", DEV, "p"], 0, "Done!\n", ""), (Q, 0, RESTRICTED, "")])
+        (Q, 0, RESTRICTED, ""), (P, 0, DONE, ""), (Q, 0, RESTRICTED, "")])
     assert result["failed"] is True
-    assert result["msg"].endswith("failed: the level read back is RESTRICTED")
+    assert result["msg"].endswith("failed: read back level=RESTRICTED")
+
+
+def test_flag_not_read_back_fails(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV, "disable_rshim": True}, [
+        (Q, 0, PRIVILEGED, ""), (R + ["--disable_rshim"], 0, DONE, ""), (Q, 0, RESTRICTED, "")])
+    assert result["failed"] is True
+    assert result["msg"].endswith("failed: read back disable_rshim=False")
+
+
+def test_query_without_flags_fails_naming_the_flag(monkeypatch, capsys):
+    text = PRIVILEGED.split("\n\nPort", maxsplit=1)[0] + "\n"
+    result = run_module(monkeypatch, capsys, {"state": "privileged", "device": DEV}, [(Q, 0, text, "")])
+    assert result["failed"] is True
+    assert "'disable_rshim' is None, expected TRUE or FALSE" in result["msg"]
 
 
 def test_garbage_query_fails_with_the_output(monkeypatch, capsys):
