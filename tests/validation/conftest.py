@@ -20,11 +20,18 @@ with no GPU host or no DPU in the selection fails (see ``test_inventory_has_pair
 Commands run in the host's environment: when a host defines ``bluefleet_environment`` (a mapping,
 e.g. ``PATH`` and ``DPUSIM_ROOT`` for one twin per host on the local connection) they run under
 ``env K=V ...``; a lab container has the twin on its PATH from the image.
+
+Every check module names its stage (``pytestmark = pytest.mark.stage("fabric")``; one of ``STAGES``):
+the report groups checks by stage and points a failing one at ``playbooks/<stage>.yml``.
+With ``--bluefleet-evidence=PATH`` the suite writes, per check and host, the commands it ran and
+what they printed (the evidence ``bluefleet report`` shows in each cell) to PATH as JSON.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +40,23 @@ import testinfra
 from testinfra.utils.ansible_runner import AnsibleRunner
 
 NOT_APPLICABLE = "bluefleet_not_applicable"
+# The stages of site.yml a check can belong to (docs: DESIGN.md, "Stage order"); each has playbooks/<stage>.yml.
+STAGES = ("preflight", "firmware", "offload", "services", "fabric", "zero_trust")
+HOST_FIXTURES = ("gpu_host", "dpu", "node", "pair")
+EVIDENCE_OUTPUT_CHARS = 4000  # per stream and command; the tail is kept (errors print last)
+
+
+class _Evidence:
+    """Commands run by the check being executed, per host (filled by Node.run)."""
+
+    current: list[dict[str, Any]] | None = None
+
+
+def _truncate(text: str | None) -> str:
+    text = text or ""
+    if len(text) <= EVIDENCE_OUTPUT_CHARS:
+        return text
+    return "[... %d characters cut ...]\n" % (len(text) - EVIDENCE_OUTPUT_CHARS) + text[-EVIDENCE_OUTPUT_CHARS:]
 
 
 @dataclass
@@ -63,7 +87,13 @@ class Node:
                     raise pytest.UsageError(f"{self.name}: bluefleet_environment[{key}] is a template ({value!r}); "
                                             "the conformance suite needs literal values")
             prefix = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " "
-        return self.host.run(prefix + command)
+        started = time.monotonic()
+        result = self.host.run(prefix + command)
+        if _Evidence.current is not None:
+            _Evidence.current.append({"host": self.name, "command": command, "rc": result.rc,
+                                      "stdout": _truncate(result.stdout), "stderr": _truncate(result.stderr),
+                                      "seconds": round(time.monotonic() - started, 3)})
+        return result
 
 
 @dataclass
@@ -129,7 +159,15 @@ def _fleet(config: pytest.Config) -> Fleet:
     return config._bluefleet_fleet  # type: ignore[attr-defined]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--bluefleet-evidence", metavar="PATH", default=None,
+                     help="write each check's stage, hosts, outcome and the commands it ran (with their output) "
+                          "to PATH as JSON, for `bluefleet report`")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "stage(name): the site.yml stage whose settings the check verifies, one of "
+                                       + ", ".join(STAGES))
     config.addinivalue_line("markers", f"{NOT_APPLICABLE}: internal: a check with no applicable host (deselected)")
     config.addinivalue_line("markers", "twin: the check reads the device twin's own state (dpusim); "
                                        "deselect with -m 'not twin' on real hardware")
@@ -164,7 +202,42 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(argname, values, ids=ids, indirect=True)
 
 
+def _stage(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("stage")
+    if marker is None:
+        return None
+    if len(marker.args) != 1 or marker.args[0] not in STAGES:
+        raise pytest.UsageError(f"{item.nodeid}: pytest.mark.stage{marker.args!r}: give one stage, one of {STAGES}")
+    return marker.args[0]
+
+
+def _check_name(item: pytest.Item) -> str:
+    """The check as a report column: the test name and its parameters other than the host."""
+    callspec = getattr(item, "callspec", None)
+    others = [] if callspec is None else [v for k, v in callspec.params.items() if k not in HOST_FIXTURES]
+    name = getattr(item, "originalname", None) or item.name
+    return name + ("[%s]" % "-".join(str(v) for v in others) if others else "")
+
+
+def _item_hosts(item: pytest.Item) -> list[str]:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return []
+    hosts: list[str] = []
+    for key in HOST_FIXTURES:
+        value = callspec.params.get(key)
+        if isinstance(value, tuple):  # pair: (dpu, host)
+            hosts += [value[1], value[0]]
+        elif value is not None:
+            hosts.append(value)
+    return hosts
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        stage = _stage(item)
+        if stage:
+            item.user_properties.append(("stage", stage))  # lands in --junitxml as a property
     keep, dropped = [], []
     for item in items:
         (dropped if item.get_closest_marker(NOT_APPLICABLE) else keep).append(item)
@@ -172,6 +245,64 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
         config._bluefleet_not_applicable = [i.nodeid for i in dropped]  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    _Evidence.current = []
+    started = time.monotonic()
+    record = {"nodeid": item.nodeid, "check": _check_name(item), "module": item.module.__name__.rsplit(".", 1)[-1],
+              "stage": _stage(item), "hosts": _item_hosts(item), "outcome": "passed", "message": ""}
+    item.stash[_RECORD] = record
+    try:
+        yield
+    finally:
+        record["commands"] = _Evidence.current
+        record["seconds"] = round(time.monotonic() - started, 3)
+        _Evidence.current = None
+        records = getattr(item.config, "_bluefleet_evidence", None)
+        if records is not None:
+            records.append(record)
+
+
+_RECORD = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    record = item.stash.get(_RECORD, None)
+    if record is None or report.passed:
+        return
+    if report.failed:
+        record["outcome"] = "failed" if report.when == "call" else "error"
+        message = call.excinfo.exconly() if call.excinfo is not None else str(report.longrepr)
+        record["message"] = (record["message"] + "\n" + message).strip()[-EVIDENCE_OUTPUT_CHARS:]
+    elif report.skipped and record["outcome"] == "passed":
+        record["outcome"] = "skipped"  # the suite never skips; recorded so a report would show it
+        record["message"] = str(report.longrepr)[-EVIDENCE_OUTPUT_CHARS:]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if session.config.getoption("bluefleet_evidence", None):
+        session.config._bluefleet_evidence = []  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    path = session.config.getoption("bluefleet_evidence", None)
+    if not path:
+        return
+    fleet = getattr(session.config, "_bluefleet_fleet", None)
+    data = {"format": "bluefleet-evidence/1", "exitstatus": int(exitstatus),
+            "stages": list(STAGES),
+            "inventory": session.config.option.ansible_inventory,
+            "hosts": {name: fleet.runner.get_variables(name).get("group_names", []) for name in fleet.selected}
+            if fleet is not None else {},
+            "not_applicable": getattr(session.config, "_bluefleet_not_applicable", []),
+            "checks": getattr(session.config, "_bluefleet_evidence", [])}
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1, default=str)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -11,6 +11,8 @@ import re
 
 import pytest
 
+pytestmark = pytest.mark.stage("preflight")
+
 HOST_NETDEV = "ens1f0np0"  # the GPU host's netdev on the card's first port (lab and BlueField-3 profile)
 DPU_NETDEVS = ("pf0hpf", "p0")  # host representor, uplink (BlueField Arm side)
 # A device row of `mst status -v` (corpus: mst/bf3-arm-mst-status-v.txt, mst/bf2-host-mst-status-v-fixture.txt).

@@ -1,0 +1,360 @@
+"""``bluefleet run``: site.yml (or one stage) through ansible-runner, then the conformance suite and the report.
+
+    bluefleet run -i inventories/lab                       # site.yml, facts, suite, report
+    bluefleet run -i inventories/sim --stage preflight     # playbooks/preflight.yml only (then suite + report)
+    bluefleet run -i INV --stage validate                  # the conformance suite alone (and the report)
+    bluefleet run -i INV --check --limit 'node1*'          # check mode on some hosts
+
+Everything lands in a run folder (default ``runs/<UTC timestamp>/``, ``--run-dir``): ``runner/``
+(ansible-runner's artifacts: events, stdout, status), ``facts.json`` (dpu_info / gpu_info / ethtool -i
+per host, for the version matrix), ``junit.xml`` and ``evidence.json`` (the suite), ``summary.json``,
+and ``report.html`` / ``report.md`` / ``report.json``. The report path is printed last.
+
+Exit codes: 0 all good; 1 a task or a check failed; 2 usage or preflight error (nothing ran);
+3 hosts unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from bluefleet._collection import collection_root
+from bluefleet.report_model import redact
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+SUITE = "tests/validation"
+
+# The read-only play that gathers what the version matrix shows. Modules and options as documented in
+# plugins/modules/dpu_info.py and gpu_info.py; `ethtool -i` on the card's first netdev gives the host driver.
+FACTS_PLAY = """---
+- name: Facts for the bluefleet report (read only)
+  hosts: gpu_hosts:dpus
+  gather_facts: false
+  environment: "{{ bluefleet_environment | default({}) }}"
+  tasks:
+    - name: Read the cards
+      bluefleet.dpu.dpu_info:
+        filter: [firmware, dpu_os, tool_versions]
+        fs_root: "{{ preflight_fs_root | default(bluefleet_fs_root | default('/')) }}"
+      register: bluefleet_report_dpu_info
+      ignore_errors: true
+    - name: Read the GPUs
+      bluefleet.dpu.gpu_info:
+        filter: [gpus, peermem]
+        fs_root: "{{ preflight_fs_root | default(bluefleet_fs_root | default('/')) }}"
+      when: "'gpu_hosts' in group_names"
+      ignore_errors: true
+    - name: Read the driver of the card's first netdev
+      ansible.builtin.command:
+        argv: [ethtool, -i, "{{ bluefleet_report_dpu_info.devices[0].netdevs[0] }}"]
+      when: (bluefleet_report_dpu_info.devices | default([]) | length > 0)
+            and (bluefleet_report_dpu_info.devices[0].netdevs | default([]) | length > 0)
+      changed_when: false
+      failed_when: false
+      check_mode: false
+"""
+FACT_TASKS = {"Read the cards": "dpu_info", "Read the GPUs": "gpu_info",
+              "Read the driver of the card's first netdev": "ethtool_i"}
+
+
+class UsageError(Exception):
+    pass
+
+
+def stages(root: Path) -> dict[str, str | None]:
+    """Stage name -> playbook (relative to the project); ``site`` is site.yml, ``validate`` the suite alone."""
+    found: dict[str, str | None] = {"site": "site.yml"}
+    for path in sorted((root / "playbooks").glob("*.yml")):
+        if path.stem != "validate":
+            found[path.stem] = "playbooks/%s" % path.name
+    found["validate"] = None
+    return found
+
+
+def ansible_env(root: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["ANSIBLE_CONFIG"] = str(root / "ansible.cfg")
+    bindir = os.path.dirname(sys.executable)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    env.setdefault("ANSIBLE_FORCE_COLOR", "0")
+    return env
+
+
+def inventory_hosts(inventory: Path, env: dict[str, str], limit: str | None) -> dict[str, list[str]]:
+    """host -> groups, from `ansible-inventory --list` (a bad inventory is a usage error)."""
+    exe = os.path.join(os.path.dirname(sys.executable), "ansible-inventory")
+    cmd = [exe if os.path.exists(exe) else "ansible-inventory", "-i", str(inventory), "--list"]
+    if limit:
+        cmd += ["--limit", limit]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError("cannot read the inventory %s: %s" % (inventory, exc)) from exc
+    if proc.returncode != 0:
+        raise UsageError("the inventory %s does not parse: %s" % (inventory, proc.stderr.strip()[-800:]))
+    data = json.loads(proc.stdout)
+    hosts: dict[str, list[str]] = {}
+
+    def walk(group: str, inherited: list[str]) -> None:
+        body = data.get(group) or {}
+        names = inherited + ([group] if group not in ("all", "ungrouped") else [])
+        for host in body.get("hosts", []):
+            hosts.setdefault(host, [])
+            hosts[host] = sorted(set(hosts[host]) | set(names))
+        for child in body.get("children", []):
+            walk(child, names)
+
+    walk("all", [])
+    if not hosts:
+        raise UsageError("the inventory %s%s selects no host: check -i and --limit" % (
+            inventory, " with --limit %s" % limit if limit else ""))
+    return hosts
+
+
+class LiveView:
+    """ansible-runner event handler: a status line on a TTY (rewritten in place, with a progress bar),
+    one line per state change otherwise (CI logs)."""
+
+    def __init__(self, stream: TextIO, hosts: int, stage: str, tty: bool | None = None):
+        self.stream = stream
+        self.tty = stream.isatty() if tty is None else tty
+        self.total = max(hosts, 1)
+        self.stage = stage
+        self.started = time.monotonic()
+        self.play = ""
+        self.plays: dict[str, int] = {}
+        self.task = ""
+        self.task_hosts: set[str] = set()
+        self.done: set[str] = set()
+        self.changed: set[str] = set()
+        self.failed: set[str] = set()
+        self.unreachable: set[str] = set()
+        self.failures: dict[str, list[dict[str, Any]]] = {}
+
+    def elapsed(self) -> str:
+        return "%ds" % (time.monotonic() - self.started)
+
+    def counts(self) -> str:
+        return "hosts %d/%d done, %d changed, %d failed, %d unreachable" % (
+            len(self.done), self.total, len(self.changed), len(self.failed), len(self.unreachable))
+
+    def line(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K")
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def status(self) -> None:
+        if not self.tty:
+            return
+        width = 20
+        filled = int(width * len(self.task_hosts) / self.total)
+        bar = "[" + "#" * filled + "." * (width - filled) + "]"
+        self.stream.write("\r\033[K%s %s %s | %s | %s" % (self.stage, bar, self.elapsed(), self.counts(),
+                                                         self.task[:50]))
+        self.stream.flush()
+
+    def __call__(self, event: dict) -> bool:
+        kind = event.get("event", "")
+        data = event.get("event_data") or {}
+        host = data.get("host")
+        if kind == "playbook_on_play_start":
+            self.play = data.get("play") or data.get("name") or ""
+            self.plays[self.play] = self.plays.get(self.play, 0) + 1
+            batch = self.plays[self.play]
+            self.line("[%s] %s play: %s%s | %s" % (self.elapsed(), self.stage, self.play,
+                                                   " (batch %d)" % batch if batch > 1 else "", self.counts()))
+        elif kind == "playbook_on_task_start":
+            self.task = data.get("task") or data.get("name") or ""
+            self.task_hosts = set()
+        elif kind.startswith("runner_on_") and host:
+            self.task_hosts.add(host)
+            self.done.add(host)
+            res = data.get("res") or {}
+            if kind == "runner_on_ok" and res.get("changed"):
+                self.changed.add(host)
+            elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+                self.failed.add(host)
+                msg = redact(res).get("msg") if isinstance(res, dict) else None
+                if isinstance(res, dict) and "censored" in res:
+                    msg = "(output hidden: no_log)"
+                self.failures.setdefault(host, []).append({"task": data.get("task"), "msg": msg})
+                self.line("[%s] FAILED %s: %s: %s" % (self.elapsed(), host, data.get("task"),
+                                                      str(msg or "")[:200]))
+            elif kind == "runner_on_unreachable":
+                self.unreachable.add(host)
+                msg = res.get("msg") if isinstance(res, dict) else None
+                self.failures.setdefault(host, []).append({"task": data.get("task"), "msg": msg})
+                self.line("[%s] UNREACHABLE %s: %s" % (self.elapsed(), host, str(msg or "")[:200]))
+        elif kind == "playbook_on_stats":
+            self.line("[%s] %s finished | %s" % (self.elapsed(), self.stage, self.counts()))
+            return True
+        self.status()
+        return True
+
+
+def per_host_stats(stats: dict | None) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    names = {"ok": "ok", "changed": "changed", "failures": "failures", "dark": "unreachable",
+             "skipped": "skipped", "rescued": "rescued", "ignored": "ignored"}
+    for key, name in names.items():
+        for host, count in ((stats or {}).get(key) or {}).items():
+            out.setdefault(host, dict.fromkeys(names.values(), 0))[name] = count
+    for host in ((stats or {}).get("processed") or {}):
+        out.setdefault(host, dict.fromkeys(names.values(), 0))
+    return out
+
+
+def run_playbook(root: Path, private: Path, playbook: str, inventory: Path, env: dict, limit: str | None,
+                 cmdline: list[str], handler) -> Any:
+    import ansible_runner
+
+    private.mkdir(parents=True, exist_ok=True)
+    return ansible_runner.run(private_data_dir=str(private), project_dir=str(root), playbook=playbook,
+                              inventory=str(inventory), limit=limit, cmdline=" ".join(cmdline) or None,
+                              envvars=env, quiet=True, event_handler=handler, json_mode=False)
+
+
+def gather_facts(root: Path, run_dir: Path, inventory: Path, env: dict, limit: str | None,
+                 hosts: dict[str, list[str]]) -> dict[str, dict]:
+    play = run_dir / "facts.yml"
+    play.write_text(FACTS_PLAY, encoding="utf-8")
+    facts: dict[str, dict] = {h: {"groups": g} for h, g in hosts.items() if {"gpu_hosts", "dpus"} & set(g)}
+
+    def handler(event: dict) -> bool:
+        data = event.get("event_data") or {}
+        key = FACT_TASKS.get(data.get("task") or "")
+        host = data.get("host")
+        if key and host in facts and event.get("event") in ("runner_on_ok", "runner_on_failed"):
+            res = data.get("res") or {}
+            if event["event"] == "runner_on_failed":
+                facts[host]["error"] = "%s: %s" % (data.get("task"), res.get("msg"))
+            elif key == "ethtool_i":
+                facts[host][key] = res.get("stdout") if res.get("rc") == 0 else None
+            else:
+                facts[host][key] = {k: v for k, v in res.items() if not k.startswith("_") and k != "invocation"}
+        elif event.get("event") == "runner_on_unreachable" and host in facts:
+            facts[host]["error"] = "unreachable"
+        return True
+
+    run_playbook(root, run_dir / "runner-facts", str(play), inventory, env, limit, [], handler)
+    facts = redact(facts)
+    (run_dir / "facts.json").write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return facts
+
+
+def run_suite(root: Path, run_dir: Path, inventory: Path, env: dict, limit: str | None, out: TextIO) -> int:
+    cmd = [sys.executable, "-m", "pytest", str(root / SUITE), "--hosts=ansible://%s" % (limit or "all"),
+           "--ansible-inventory=%s" % inventory, "--junitxml=%s" % (run_dir / "junit.xml"),
+           "--bluefleet-evidence=%s" % (run_dir / "evidence.json"), "-p", "no:cacheprovider", "-q",
+           "--rootdir=%s" % root, "-o", "junit_family=xunit2"]
+    out.write("validate: %s\n" % " ".join(cmd[1:]))
+    out.flush()
+    with open(run_dir / "validate.log", "w", encoding="utf-8") as log:
+        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root), check=False)
+    tail = (run_dir / "validate.log").read_text(encoding="utf-8").strip().splitlines()[-1:]
+    out.write("validate: rc=%d %s\n" % (proc.returncode, tail[0] if tail else ""))
+    return proc.returncode
+
+
+def parse_args(argv: list[str], root: Path) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bluefleet run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-i", "--inventory", required=True, type=Path, help="inventory file or folder")
+    parser.add_argument("--stage", default="site",
+                        help="site (default), validate, or a playbook of playbooks/: %s" % ", ".join(stages(root)))
+    parser.add_argument("--limit", default=None, help="Ansible host pattern")
+    parser.add_argument("--check", action="store_true", help="check mode (--check --diff); the suite still runs")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], help="passed to ansible-playbook")
+    parser.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/<UTC timestamp>)")
+    parser.add_argument("--previous", type=Path, default=None, help="run folder to compare with (drift)")
+    parser.add_argument("--no-validate", action="store_true", help="skip the conformance suite")
+    args = parser.parse_args(argv)  # SystemExit(2) on a usage error (argparse printed why), 0 for --help
+    if not args.inventory.exists():
+        raise UsageError("inventory %s does not exist: give an inventory file or folder (-i inventories/lab)"
+                         % args.inventory)
+    known = stages(root)
+    if args.stage not in known:
+        raise UsageError("unknown stage %r: one of %s" % (args.stage, ", ".join(known)))
+    if args.stage == "validate" and args.no_validate:
+        raise UsageError("--stage validate with --no-validate runs nothing")
+    if args.previous is not None and not (args.previous / "report.json").is_file():
+        raise UsageError("--previous %s holds no report.json: give an earlier run folder" % args.previous)
+    if args.run_dir is not None and args.run_dir.exists() and any(args.run_dir.iterdir()):
+        raise UsageError("--run-dir %s exists and is not empty: give a new folder" % args.run_dir)
+    return args
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    root = collection_root()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            args = parse_args(argv, root)
+        except SystemExit as exc:
+            return EXIT_OK if exc.code == 0 else EXIT_USAGE
+        inventory = args.inventory.resolve()
+        env = ansible_env(root)
+        hosts = inventory_hosts(inventory, env, args.limit)
+    except UsageError as exc:
+        print("bluefleet run: %s" % exc, file=sys.stderr)
+        return EXIT_USAGE
+    stamp = datetime.now(UTC)
+    run_dir = (args.run_dir or Path("runs") / stamp.strftime("%Y%m%dT%H%M%SZ")).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    playbook = stages(root)[args.stage]
+    started = time.monotonic()
+    summary: dict[str, Any] = {"format": "bluefleet-run/1", "started": stamp.isoformat(timespec="seconds"),
+                               "stage": args.stage, "playbook": playbook, "inventory": str(inventory),
+                               "limit": args.limit, "check": args.check, "hosts": hosts}
+    out.write("bluefleet run: %s on %d host(s) of %s, run folder %s\n" % (
+        playbook or "conformance suite", len(hosts), inventory, run_dir))
+    status, rc_playbook, view = "not run", 0, None
+    if playbook:
+        cmdline = ["-e", "bluefleet_validate=false"]  # the suite runs below, with evidence
+        for extra in args.extra_vars:
+            cmdline += ["-e", extra]
+        if args.check:
+            cmdline += ["--check", "--diff"]
+        view = LiveView(out, len(hosts), args.stage)
+        result = run_playbook(root, run_dir / "runner", playbook, inventory, env, args.limit, cmdline, view)
+        status, rc_playbook = result.status, result.rc
+        summary["stats"] = per_host_stats(result.stats)
+        summary["task_failures"] = view.failures
+    summary["status"] = status
+    gather_facts(root, run_dir, inventory, env, args.limit, hosts)
+    rc_suite = None
+    if not args.no_validate:
+        rc_suite = run_suite(root, run_dir, inventory, env, args.limit, out)
+    unreachable = any(s.get("unreachable") for s in (summary.get("stats") or {}).values())
+    if unreachable:
+        code = EXIT_UNREACHABLE
+    elif rc_playbook != 0 or (rc_suite not in (None, 0)):
+        code = EXIT_FAILED
+    else:
+        code = EXIT_OK
+    summary.update(exit_code=code, playbook_rc=rc_playbook, validate_rc=rc_suite,
+                   finished=datetime.now(UTC).isoformat(timespec="seconds"),
+                   seconds=round(time.monotonic() - started, 1))
+    (run_dir / "summary.json").write_text(json.dumps(redact(summary), indent=1, sort_keys=True) + "\n",
+                                          encoding="utf-8")
+    from bluefleet.report import write_report
+
+    paths = write_report(run_dir, args.previous)
+    out.write(paths["md"].read_text(encoding="utf-8"))
+    out.write("exit code %d (%s)\n" % (code, {0: "ok", 1: "failures", 3: "hosts unreachable"}[code]))
+    out.write("%s\n" % paths["html"])
+    out.flush()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
