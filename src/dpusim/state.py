@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dpusim import files, profiles
+from dpusim import driver, files, profiles
 
 ENV_ROOT = "DPUSIM_ROOT"
 NODE_FILE = "node.json"
@@ -239,6 +239,8 @@ def open_node(root: str | os.PathLike[str] | None = None, write: bool = True) ->
             node = Node(rdir, data, cards)
             _sync_boot(node)
             written = files.consume_writes(node)
+            if write:  # a DPU's mlx5 driver loads mlnx-bf.conf at the first call after a boot (dpusim.driver)
+                driver.ensure_loaded(node)
             yield node
             if write or written:
                 for card in loaded.values():
@@ -350,4 +352,7 @@ def init_node(root: Path, profile_names: list[str], role: str, card_dirs: list[P
     for card in node.cards:
         files.render_card(node, card)
     files.link_node(node)
+    driver.init_files(node)  # a DPU's /etc/mellanox/mlnx-bf.conf and /etc/init.d/openibd under the root
+    with open_node(root) as node:
+        pass  # the driver loads the file as the boot left it
     return node
