@@ -62,6 +62,19 @@ def _nodes(hostvars, members, uplink_var, vtep_var):
                 _fail("%s: %s=%s lies in the fabric subnet %s of %s (%s): VTEPs must be outside the fabric, or "
                       "the tunnel would route into itself" % (name, vtep_var, node["vtep"], other["uplink"].network,
                                                               other["name"], uplink_var))
+    for name in members:
+        host = hostvars[name].get("bluefleet_host")
+        if not host or host not in hostvars:
+            continue
+        overlay = hostvars[host].get("bluefleet_host_overlay_address")
+        if overlay in (None, ""):
+            continue
+        net = _iface(host, "bluefleet_host_overlay_address", overlay).network
+        for other in nodes.values():
+            if net.overlaps(other["uplink"].network) or other["vtep"].ip in net:
+                _fail("%s: bluefleet_host_overlay_address=%s overlaps %s's fabric subnet %s or VTEP %s: the hosts' "
+                      "overlay must be a network of its own" % (host, overlay, other["name"], other["uplink"].network,
+                                                                other["vtep"].ip))
     return nodes
 
 
