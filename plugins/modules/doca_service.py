@@ -1,0 +1,375 @@
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: doca_service
+short_description: Deploy, update or remove a DOCA service as a static pod of the BlueField's kubelet
+version_added: 0.1.0
+description:
+  - Runs on the BlueField's Arm side. A DOCA service (telemetry, HBN, Firefly, SNAP) runs as a static pod - a manifest
+    in the standalone kubelet's folder (C(/etc/kubelet.d)) - with its configuration files in a host folder the pod
+    mounts.
+  - Builds the pod manifest from the service catalogue (or takes O(manifest)), checks it (YAML that parses, C(kind)
+    Pod, every image pinned to a version tag other than C(latest) or to a sha256 digest), writes the configuration
+    files and the manifest atomically, then waits until the kubelet runs the pod (C(crictl pods), C(crictl ps)).
+  - The manifest carries the annotation C(bluefleet.io/config-hash), a hash of the configuration files, so a
+    configuration change changes the manifest and the kubelet recreates exactly this pod. A run that changes
+    nothing writes nothing and restarts nothing.
+  - Bad input (an unknown service, an image that is not pinned, a manifest that does not parse or is not a Pod)
+    fails before any file is written.
+author:
+  - bluefleet developers (!UNKNOWN)
+options:
+  name:
+    description: The service - C(telemetry) (DOCA Telemetry Service), C(hbn), C(firefly) (PTP) or C(snap).
+    type: str
+    required: true
+  state:
+    description: C(present) deploys or updates the service, C(absent) removes its manifest (the kubelet stops it)
+      and the configuration files named in O(config_files).
+    type: str
+    choices: [present, absent]
+    default: present
+  version:
+    description: Image tag on the service's catalogue repository (C(nvcr.io/nvidia/doca/...)), e.g.
+      C(1.16.5-doca2.6.0).
+    type: str
+  image:
+    description: Whole image reference instead of O(version) (C(repo:TAG) or C(repo@sha256:DIGEST)).
+    type: str
+  manifest:
+    description: A whole Pod manifest (YAML text) instead of the catalogue's. Its images must be pinned; the
+      config-hash annotation and the C(bluefleet.io/service) label are added.
+    type: str
+  config_files:
+    description: Configuration files of the service, file name to content, written to O(config_dir).
+    type: dict
+    default: {}
+  config_dir:
+    description: Folder (on the DPU) for O(config_files), mounted into the pod. Default - the catalogue's.
+    type: path
+  env:
+    description: Environment variables of the service's container (catalogue manifest only).
+    type: dict
+    default: {}
+  args:
+    description: Arguments of the service's container (catalogue manifest only).
+    type: list
+    elements: str
+    default: []
+  manifest_dir:
+    description: The kubelet's static-pod folder.
+    type: path
+    default: /etc/kubelet.d
+  fs_root:
+    description: The directory that stands for C(/) when the module writes files (a test root; C(/) on a DPU).
+    type: path
+    default: /
+  wait:
+    description: After a change, wait until the pod of the new manifest is ready and all its containers run
+      (after O(state=absent) - until it is gone).
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds to wait for the kubelet.
+    type: int
+    default: 180
+  timeout:
+    description: Seconds each command may run.
+    type: int
+    default: 60
+attributes:
+  check_mode:
+    description: Validates, reads and reports what would change; writes nothing.
+    support: full
+  diff_mode:
+    description: The manifest and configuration files before and after.
+    support: full
+  platform:
+    description: BlueField Arm systems with the standalone kubelet, containerd and crictl.
+    platforms: posix
+    support: full
+notes:
+  - crictl is looked up on C(PATH) of the task's environment and run with C(LC_ALL=C).
+seealso:
+  - module: bluefleet.dpu.dpu_info
+"""
+
+EXAMPLES = r"""
+- name: DOCA Telemetry Service with a Prometheus endpoint
+  bluefleet.dpu.doca_service:
+    name: telemetry
+    version: 1.16.5-doca2.6.0
+    config_files:
+      dts_config.ini: |
+        prometheus=http://0.0.0.0:9100
+
+- name: Remove HBN
+  bluefleet.dpu.doca_service:
+    name: hbn
+    state: absent
+"""
+
+RETURN = r"""
+changed:
+  description: True when a file was (or, in check mode, would be) written or removed.
+  returned: always
+  type: bool
+service:
+  description: The service name.
+  returned: always
+  type: str
+  sample: telemetry
+manifest_path:
+  description: The manifest's path on the DPU (without O(fs_root)).
+  returned: always
+  type: str
+  sample: /etc/kubelet.d/doca_telemetry_standalone.yaml
+images:
+  description: The pinned images of the manifest (empty for O(state=absent)).
+  returned: always
+  type: list
+  elements: str
+config_hash:
+  description: The hash of the configuration files carried in the manifest's annotation.
+  returned: always
+  type: str
+changed_files:
+  description: Paths (on the DPU) written or removed, or that would be in check mode.
+  returned: always
+  type: list
+  elements: str
+restarted:
+  description: True when a running pod of this service was replaced by a new one (its id changed).
+  returned: always
+  type: bool
+pod:
+  description: The service's pod after the run as crictl reports it, or null when there is none (or crictl is
+    missing and O(wait) is false). Keys id, name, state, config_hash and containers (name, id, state, attempt,
+    restart_count, image_id - the sha256 id crictl reports).
+  returned: always
+  type: dict
+previous_pod_id:
+  description: The id of the service's pod before the run, or null.
+  returned: always
+  type: str
+reset_required:
+  description: Always C(none) - the kubelet applies a manifest change by itself.
+  returned: always
+  type: str
+  sample: none
+diff:
+  description: Manifest and configuration file contents before and after.
+  returned: always
+  type: dict
+cmd:
+  description: Every command run, as argv lists, in order.
+  returned: always
+  type: list
+  elements: list
+tool_version:
+  description: First line of C(crictl --version), or null when crictl does not answer.
+  returned: always
+  type: str
+"""
+
+import os
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils import _doca
+from ansible_collections.bluefleet.dpu.plugins.module_utils._crictl import parse_pods_json, parse_ps_json
+from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    parse_output,
+    run_module,
+    run_tool,
+    timeout_spec,
+)
+
+POLL_SECONDS = 1
+
+
+def under(root, path):
+    return os.path.join(root, path.lstrip("/")) if root not in ("", "/") else path
+
+
+def read_text(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ToolError("read %s failed: %s" % (path, exc)) from exc
+
+
+def write_atomic(path, content):
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o755, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=".bluefleet-", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(content)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise ToolError("write %s failed: %s" % (path, exc)) from exc
+
+
+def desired(params):
+    """Validate everything and build (manifest text or None, config files, images, digest, paths)."""
+    name = params["name"]
+    entry = _doca.service(name)
+    config_dir = params["config_dir"] or entry["config_dir"]
+    files = params["config_files"] or {}
+    _doca.check_config_files(files)
+    digest = _doca.config_hash(files)
+    if params["state"] == "absent":
+        return None, files, [], digest, config_dir
+    if params["manifest"] is not None:
+        doc = _doca.check_manifest(_doca.parse_manifest(params["manifest"]), name)
+    else:
+        image = params["image"] or _doca.image_for(name, params["version"])
+        _doca.check_pinned(image, "image of %s" % name)
+        doc = _doca.default_manifest(name, image, config_dir, params["env"], params["args"])
+    doc = _doca.finish_manifest(doc, name, digest)
+    return _doca.render_manifest(doc), files, _doca.pinned_images(doc), digest, config_dir
+
+
+def read_pod(runner, params, pod_name, allow_missing):
+    """The service's pod as crictl reports it (None when there is none); None too when crictl is missing and
+    ``allow_missing``."""
+    what = "list the pods of %s with crictl" % params["name"]
+    result = run_tool(runner, ["crictl", "pods", "--name", "^%s-" % pod_name, "-o", "json"], what,
+                      allow_missing=allow_missing,
+                      missing_hint="; crictl comes with the BlueField OS (kubelet + containerd)")
+    if result is None:
+        return None
+    pods = [p for p in parse_output(parse_pods_json, result, what) if p["state"] == "SANDBOX_READY"]
+    if not pods:
+        return None
+    pod = max(pods, key=lambda p: p["created_ns"])
+    what = "list the containers of pod %s with crictl" % pod["name"]
+    result = run_tool(runner, ["crictl", "ps", "-a", "--pod", pod["id"], "-o", "json"], what)
+    ctrs = parse_output(parse_ps_json, result, what)
+    latest = {}
+    for ctr in sorted(ctrs, key=lambda c: c["created_ns"]):
+        latest[ctr["name"]] = ctr
+    return {
+        "id": pod["id"],
+        "name": pod["name"],
+        "state": pod["state"],
+        "config_hash": pod["annotations"].get(_doca.CONFIG_HASH_ANNOTATION),
+        "containers": [{"name": c["name"], "id": c["id"], "state": c["state"], "attempt": c["attempt"],
+                        "restart_count": c["restart_count"], "image_id": c["image_id"]}
+                       for c in latest.values()],
+    }
+
+
+def ready(pod, digest, present):
+    if not present:
+        return pod is None
+    return (pod is not None and pod["config_hash"] == digest and bool(pod["containers"])
+            and all(c["state"] == "CONTAINER_RUNNING" for c in pod["containers"]))
+
+
+def run_service(runner, params, check_mode):
+    try:
+        text, files, images, digest, config_dir = desired(params)
+    except _doca.DocaError as exc:
+        raise ToolError("configure DOCA service %s failed: %s" % (params["name"], exc)) from exc
+    entry = _doca.SERVICES[params["name"]]
+    root = params["fs_root"]
+    present = params["state"] == "present"
+    manifest_path = os.path.join(params["manifest_dir"], entry["manifest"])
+    targets = [(os.path.join(config_dir, fname), files[fname]) for fname in sorted(files)]
+    targets.append((manifest_path, text))  # the manifest last: the kubelet must see the new config files
+    before, after, plan = {}, {}, []
+    for path, content in targets:
+        current = read_text(under(root, path))
+        before[path] = current
+        after[path] = content if present else None
+        if (present and current != content) or (not present and current is not None):
+            plan.append((path, content if present else None))
+    old_pod = read_pod(runner, params, entry["pod"], allow_missing=True)
+    changed = bool(plan)
+    if changed and not check_mode:
+        for path, content in plan:
+            if content is None:
+                os.unlink(under(root, path))
+            else:
+                write_atomic(under(root, path), content)
+    pod = old_pod
+    if not check_mode and params["wait"] and (changed or not ready(old_pod, digest, present)):
+        deadline = time.monotonic() + params["wait_timeout"]
+        pod = read_pod(runner, params, entry["pod"], allow_missing=False)
+        while not ready(pod, digest, present):
+            if time.monotonic() >= deadline:
+                raise ToolError("wait for the kubelet to %s %s failed: not done after %d s (pod: %r); see "
+                                "`crictl ps -a` and the kubelet's log on the DPU"
+                                % ("run" if present else "stop", params["name"], params["wait_timeout"], pod),
+                                pod=pod)
+            time.sleep(POLL_SECONDS)
+            pod = read_pod(runner, params, entry["pod"], allow_missing=False)
+    elif not check_mode and changed:
+        pod = read_pod(runner, params, entry["pod"], allow_missing=True)
+    restarted = bool(old_pod and pod and old_pod["id"] != pod["id"]) or bool(old_pod and not present and changed)
+    return {
+        "changed": changed,
+        "service": params["name"],
+        "manifest_path": manifest_path,
+        "images": images,
+        "config_hash": digest,
+        "changed_files": [path for path, _content in plan],
+        "restarted": restarted,
+        "pod": pod,
+        "previous_pod_id": old_pod["id"] if old_pod else None,
+        "reset_required": "none",
+        "diff": make_diff(dict((p, v) for p, v in before.items() if v is not None or after[p] is not None),
+                          dict((p, v) for p, v in after.items() if v is not None or before[p] is not None)),
+    }
+
+
+def argument_spec():
+    return {
+        "name": {"type": "str", "required": True},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+        "version": {"type": "str"},
+        "image": {"type": "str"},
+        "manifest": {"type": "str"},
+        "config_files": {"type": "dict", "default": {}},
+        "config_dir": {"type": "path"},
+        "env": {"type": "dict", "default": {}},
+        "args": {"type": "list", "elements": "str", "default": []},
+        "manifest_dir": {"type": "path", "default": _doca.MANIFEST_DIR},
+        "fs_root": {"type": "path", "default": "/"},
+        "wait": {"type": "bool", "default": True},
+        "wait_timeout": {"type": "int", "default": 180},
+        "timeout": timeout_spec(60),
+    }
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        mutually_exclusive=[("version", "image", "manifest")],
+        required_if=[("state", "present", ("version", "image", "manifest"), True)],
+        supports_check_mode=True,
+    )
+    run_module(module, "configure DOCA service", ToolRunner,
+               lambda runner: run_service(runner, module.params, module.check_mode),
+               lambda result: ["crictl", "--version"])
+
+
+if __name__ == "__main__":
+    main()
