@@ -1,0 +1,107 @@
+"""playbooks/fabric.yml, GPUDirect and NCCL plays (``--tags gpudirect,nccl``), against the device twin.
+
+The RoCE fact is given as an extra variable (the RoCE play is not run here), so these tests prove the
+GPU host and NCCL plays on their own: the four runs (check, apply, apply, check), a reboot of the twin
+(nvidia_peermem unloaded, the modules-load.d file kept, the next run loads it again and changes nothing
+else), and bad input (peermem EINVAL on one host, a NIC that does not exist on the other): a clear error
+and nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import BIN, make_sim_inventory, run_playbook
+
+ROCE = {"priority": 3, "dscp": 26, "cnp_dscp": 48, "tos": 104, "traffic_class": 104, "mtu": 4096, "gid_index": 3,
+        "ibdevs": ["mlx5_0", "mlx5_1"], "netdevs": ["ens1f0np0", "ens1f1np1"]}
+TAGS = "--tags gpudirect,nccl"
+HOSTS = ("sim01", "sim02")
+# The twin's host: 8 GPUs, one BlueField-3 (mlx5_0, mlx5_1) on NUMA node 1; GPU0-3 reach it across the SMP
+# interconnect (SYS), GPU4-7 within the node (NODE): nvidia-smi topo -m of the twin, closest NIC = NIC0.
+EXPECTED_CONF = {"NCCL_IB_GID_INDEX": "3", "NCCL_IB_HCA": "=mlx5_0:1", "NCCL_IB_TC": "104",
+                 "NCCL_NET_GDR_LEVEL": "SYS", "NCCL_SOCKET_IFNAME": "=ens1f0np0"}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    base = tmp_path_factory.mktemp("gpudirect")
+    inventory = make_sim_inventory(base / "inventory", nodes=2)
+    extra = base / "roce.json"
+    extra.write_text(json.dumps({"bluefleet_roce": ROCE}))
+    return inventory, extra, base / "inventory" / "state"
+
+
+def _files(state, host):
+    root = state / host
+    return {
+        "peermem_conf": (root / "etc/modules-load.d/nvidia-peermem.conf").is_file(),
+        "registered": (root / "sys/kernel/mm/memory_peers/nv_mem/version").is_file(),
+        "nccl_conf": (root / "etc/nccl.conf").is_file(),
+        "nccl_env": (root / "etc/profile.d/nccl.sh").is_file(),
+    }
+
+
+def _changed(run):
+    return {h: n for h, n in (run["stats"].get("changed") or {}).items() if n}
+
+
+def _conf(path):
+    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    return dict(line.split("=", 1) for line in lines)
+
+
+def test_four_runs_reboot_and_persistence(fleet):
+    inventory, extra, state = fleet
+    first = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra, "--check", "--diff")
+    # peermem, the directories, nccl.conf and nccl.sh would change on each host
+    assert _changed(first) == {"sim01": 4, "sim02": 4}, first["stdout"][-3000:]
+    for host in HOSTS:
+        assert not any(_files(state, host).values()), "check mode touched %s: %s" % (host, _files(state, host))
+
+    apply = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
+    assert _changed(apply) == {"sim01": 4, "sim02": 4}, apply["stdout"][-3000:]
+    for host in HOSTS:
+        assert all(_files(state, host).values()), "%s after apply: %s" % (host, _files(state, host))
+        assert _conf(state / host / "etc/nccl.conf") == EXPECTED_CONF
+        profile = (state / host / "etc/profile.d/nccl.sh").read_text()
+        assert "export NCCL_IB_TC=104\n" in profile and "export NCCL_IB_HCA==mlx5_0:1\n" in profile
+
+    again = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
+    assert _changed(again) == {}, again["stdout"][-3000:]
+    last = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra, "--check", "--diff")
+    assert _changed(last) == {}, last["stdout"][-3000:]
+
+    subprocess.run([str(BIN / "dpusim"), "--root", str(state / "sim01"), "reboot"], check=True, timeout=120,
+                   capture_output=True)
+    lsmod = subprocess.run([str(state / "sim01" / "bin" / "lsmod")], capture_output=True, text=True, timeout=60,
+                           env={"DPUSIM_ROOT": str(state / "sim01"), "PATH": "/usr/bin:/bin"}, check=True)
+    assert "nvidia_peermem" not in lsmod.stdout, "the reboot kept nvidia_peermem loaded"
+    assert _files(state, "sim01")["peermem_conf"], "the reboot removed the modules-load.d file"
+
+    after_reboot = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
+    assert _changed(after_reboot) == {"sim01": 1}, after_reboot["stdout"][-3000:]
+    assert "Load nvidia_peermem and check its registration" in after_reboot["stdout"]
+    assert _files(state, "sim01")["registered"]
+
+
+def test_bad_input_fails_clearly_and_writes_nothing(tmp_path):
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=2)
+    state = tmp_path / "inventory" / "state"
+    extra = tmp_path / "roce.json"
+    extra.write_text(json.dumps({"bluefleet_roce": ROCE, "nccl_hca": ["mlx5_9"]}))
+    # the inventory creates the twin roots when it is parsed; the fault needs sim01's root
+    run_playbook("playbooks/fabric.yml", inventory, "--list-hosts")
+    subprocess.run([str(BIN / "dpusim"), "--root", str(state / "sim01"), "fault", "set", "peermem_einval"],
+                   check=True, timeout=60, capture_output=True)
+    run = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra, check=False)
+    assert run["rc"] != 0
+    out = run["stdout"]
+    assert "could not insert 'nvidia_peermem': Invalid argument" in out
+    assert "built against another MOFED/DOCA-OFED" in out
+    assert "hca names mlx5_9, not a RoCE NIC of this host" in out
+    assert set(run["stats"].get("failures") or {}) == {"sim01", "sim02"}
+    assert _files(state, "sim01") == dict.fromkeys(("peermem_conf", "registered", "nccl_conf", "nccl_env"), False)
+    assert not _files(state, "sim02")["nccl_conf"] and not _files(state, "sim02")["nccl_env"]
