@@ -1,0 +1,227 @@
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: ipsec_offload
+short_description: Switch IPsec full (packet) offload of a BlueField on or off in /etc/mellanox/mlnx-bf.conf
+version_added: 0.1.0
+description:
+  - Runs on the BlueField's Arm side. Sets C(IPSEC_FULL_OFFLOAD="yes") or C("no") in C(/etc/mellanox/mlnx-bf.conf)
+    and leaves every other line of the file as it is (the assignment is replaced where it is, or appended).
+  - The driver reads the file when it starts, so a change needs C(/etc/init.d/openibd restart) (stop C(mlx-regex)
+    first) or a reboot (BSP "IPsec Functionality"; docs/hardware-facts.md section 2). This module restarts nothing;
+    it says so in RV(restart_required) and RV(reset_required), and the role restarts the driver once.
+  - It also reads what the running driver uses, from the MLNX_OFED compat sysfs
+    C(/sys/class/net/<uplink>/compat/devlink/ipsec_mode) (C(full) or C(none)) where that exists. When the file is
+    right but the driver still runs the other value (a restart that did not happen), the module reports a change and
+    a restart again, so a failed restart is repaired by the next run.
+author:
+  - bluefleet developers (!UNKNOWN)
+options:
+  full_offload:
+    description: True - IPsec full offload on (C(IPSEC_FULL_OFFLOAD="yes")); false - off (C("no")).
+    type: bool
+    required: true
+  path:
+    description: The BlueField configuration file, as a path on the machine (under O(fs_root)).
+    type: str
+    default: /etc/mellanox/mlnx-bf.conf
+  fs_root:
+    description: The directory that stands for C(/) when the module reads and writes O(path) and C(/sys).
+    type: path
+    default: /
+attributes:
+  check_mode:
+    description: Reads the file and the driver's mode and reports what would change; writes nothing.
+    support: full
+  diff_mode:
+    description: The file before and after.
+    support: full
+  platform:
+    description: BlueField Arm OS (BFB / DOCA).
+    platforms: posix
+    support: full
+notes:
+  - A missing file is created with the one line (mode 0644); a BlueField OS ships it, so the module warns.
+  - Configure IPsec full offload and restart the driver before any TC or OVS flow is offloaded and before
+    switchdev flows are set up (docs/hardware-facts.md section 3).
+seealso:
+  - module: bluefleet.dpu.eswitch
+"""
+
+EXAMPLES = r"""
+- name: IPsec full offload on (the role restarts the driver when this changed)
+  bluefleet.dpu.ipsec_offload:
+    full_offload: true
+  register: ipsec
+
+- name: Restart the driver when the module asks for it
+  ansible.builtin.command:
+    argv: [/etc/init.d/openibd, restart]
+  when: ipsec.restart_required == 'driver'
+  changed_when: true
+"""
+
+RETURN = r"""
+changed:
+  description: True when the file was changed, or the running driver does not use the value the file has (in
+    check mode, would be changed / is so).
+  returned: always
+  type: bool
+path:
+  description: The file read and written (with O(fs_root)).
+  returned: always
+  type: str
+  sample: /etc/mellanox/mlnx-bf.conf
+full_offload:
+  description: The value in the file after the run (in check mode, as it is now).
+  returned: always
+  type: bool
+previous:
+  description: The value in the file before the run (C(IPSEC_FULL_OFFLOAD="yes") is true, anything else false).
+  returned: always
+  type: bool
+driver_ipsec_mode:
+  description: What the running driver uses, per uplink, as the compat sysfs shows it before the run (empty when
+    the kernel has no such file).
+  returned: always
+  type: dict
+  sample: {p0: none, p1: none}
+restart_required:
+  description: C(driver) when the driver must be restarted (C(/etc/init.d/openibd restart)) for the file to take
+    effect, else C(none).
+  returned: always
+  type: str
+  sample: driver
+reset_required:
+  description: The same as a reset class of the bluefleet reset planner - C(driver_restart) or C(none).
+  returned: always
+  type: str
+  sample: driver_restart
+diff:
+  description: The file before and after.
+  returned: always
+  type: dict
+"""
+
+import glob
+import os
+import re
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+KEY = "IPSEC_FULL_OFFLOAD"
+_ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?%s=(.*)$" % KEY)
+
+
+def value_of(raw):
+    """The shell value of the right-hand side of ``KEY=...`` (quotes and a trailing comment removed)."""
+    raw = raw.strip()
+    if raw[:1] in ("'", '"'):
+        end = raw.find(raw[0], 1)
+        return raw[1:end] if end > 0 else raw[1:]
+    return raw.split("#", 1)[0].strip()
+
+
+def file_value(text):
+    """True when the last assignment says yes (the shell sources the file; the last one wins)."""
+    value = None
+    for line in text.splitlines():
+        match = _ASSIGN_RE.match(line)
+        if match:
+            value = value_of(match.group(1))
+    return (value or "no").lower() == "yes"
+
+
+def render(text, enabled):
+    """The file with every assignment of the key set to the wanted value; appended when absent."""
+    wanted = '%s="%s"' % (KEY, "yes" if enabled else "no")
+    lines = text.splitlines()
+    found = False
+    for index, line in enumerate(lines):
+        if _ASSIGN_RE.match(line):
+            lines[index] = wanted
+            found = True
+    if not found:
+        lines.append(wanted)
+    return "\n".join(lines) + "\n"
+
+
+def driver_modes(fs_root):
+    out = {}
+    for path in sorted(glob.glob(os.path.join(fs_root, "sys/class/net/*/compat/devlink/ipsec_mode"))):
+        uplink = path.split(os.sep)[-4]
+        try:
+            with open(path) as handle:
+                out[uplink] = handle.read().strip()
+        except OSError:
+            continue
+    return out
+
+
+def write_file(module, path, text, existed):
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        module.fail_json(msg="set IPsec full offload failed: %s does not exist; is this a BlueField Arm OS? (path "
+                             "option: the mlnx-bf.conf of the DPU)" % directory)
+    fd, tmp = tempfile.mkstemp(prefix=".mlnx-bf.conf.", dir=directory)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    if not existed:
+        os.chmod(tmp, 0o644)  # atomic_move keeps an existing file's mode and owner
+    module.atomic_move(tmp, path)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "full_offload": {"type": "bool", "required": True},
+            "path": {"type": "str", "default": "/etc/mellanox/mlnx-bf.conf"},
+            "fs_root": {"type": "path", "default": "/"},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    if not params["path"].startswith("/"):
+        module.fail_json(msg="set IPsec full offload failed: path %r is not absolute; give the file as the machine "
+                             "sees it, e.g. /etc/mellanox/mlnx-bf.conf" % params["path"])
+    path = os.path.join(params["fs_root"], params["path"].lstrip("/"))
+    if os.path.isdir(path):
+        module.fail_json(msg="set IPsec full offload failed: %s is a directory, not mlnx-bf.conf" % path)
+    existed = os.path.exists(path)
+    try:
+        with open(path) as handle:
+            before_text = handle.read()
+    except FileNotFoundError:
+        before_text = ""
+    except OSError as exc:
+        module.fail_json(msg="set IPsec full offload failed: cannot read %s: %s" % (path, exc))
+    want = params["full_offload"]
+    previous = file_value(before_text)
+    after_text = render(before_text, want)
+    file_changes = after_text != before_text if previous != want or not existed else False
+    modes = driver_modes(params["fs_root"])
+    running_wrong = any(mode != ("full" if want else "none") for mode in modes.values())
+    if file_changes and not module.check_mode:
+        if not existed:
+            module.warn("%s did not exist; created it with %s only" % (path, KEY))
+        write_file(module, path, after_text, existed)
+    restart = file_changes or running_wrong
+    module.exit_json(
+        changed=restart,
+        path=path,
+        full_offload=want if (file_changes and not module.check_mode) else previous,
+        previous=previous,
+        driver_ipsec_mode=modes,
+        restart_required="driver" if restart else "none",
+        reset_required="driver_restart" if restart else "none",
+        diff={"before": before_text, "after": after_text if file_changes else before_text,
+              "before_header": path, "after_header": path},
+    )
+
+
+if __name__ == "__main__":
+    main()
