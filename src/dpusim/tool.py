@@ -13,6 +13,7 @@ Order of decisions for every call:
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import shutil
 import subprocess
@@ -60,9 +61,39 @@ def passthrough(name: str, argv: list[str]) -> int:
     return subprocess.call([binary, *argv])
 
 
+# Start-up shortcut: the module that answers a name not spelled like its module. A tool call imports just that
+# module instead of every module of dpusim.tools (most of a twin tool's start-up time, and every module call
+# of a playbook runs several tools). Checked against the module's NAMES; a name missing here, or a stale entry,
+# falls back to the full registry, so a new tool module works without an entry.
+MODULE_OF = {
+    "bfb-install": "bfb", "bfver": "bluefield", "bfvcheck": "bluefield", "mlxbf-bootctl": "bluefield",
+    "mstflint": "flint", "nvidia-smi": "gpu", "mstconfig": "mlxconfig", "mstfwmanager": "mlxfwmanager",
+    "mlxup": "mlxfwmanager", "mstfwreset": "mlxfwreset", "mstprivhost": "mlxprivhost", "mlnx_qos": "qos",
+    "cma_roce_mode": "qos", "cma_roce_tos": "qos", "show_gids": "rdma", "ibv_devinfo": "rdma",
+    "ibdev2netdev": "rdma", "lspci": "system", "lsmod": "system", "modprobe": "system",
+}
+
+
+def tool_table(name: str) -> dict:
+    """``{name: main}`` from the one module that answers ``name`` when it is known, else every tool's."""
+    module_name = MODULE_OF.get(name, name)
+    if module_name.isidentifier() and not module_name.startswith("_"):
+        qualified = "%s.%s" % (tools.__name__, module_name)
+        try:
+            module = importlib.import_module(qualified)
+        except ModuleNotFoundError as exc:
+            if exc.name != qualified:
+                raise
+            module = None
+        main = getattr(module, "main", None)
+        if main is not None and name in getattr(module, "NAMES", ()):
+            return {name: main}
+    return tools.registry()
+
+
 def run(name: str, argv: list[str]) -> int:
     """Run twin tool ``name`` with ``argv`` (program name excluded) and return its exit status."""
-    table = tools.registry()
+    table = tool_table(name)
     try:
         rdir = state.root_dir()
     except state.StateError:
