@@ -235,3 +235,28 @@ PARSERS = {
     "rdma-link": parse_rdma_link,
     "cma-roce-mode": parse_cma_roce_mode,
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# cma_roce_tos
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_cma_roce_tos(text):
+    """One line, the ToS number of the device port (mlnx-tools sbin/cma_roce_tos prints the configfs file
+    ``/sys/kernel/config/rdma_cm/<dev>/ports/<port>/default_roce_tos``; see show_gids/FORMAT-from-source.md)."""
+    kind = "cma-roce-tos"
+    lines = split_lines(text)
+    content = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    if not content:
+        raise ParseError(kind, "empty output")
+    number, line = content[0]
+    tos = to_int(line.strip())
+    if not isinstance(tos, int) or not 0 <= tos <= 255 or len(content) > 1:
+        if len(content) > 1 and isinstance(tos, int):
+            number, line = content[1]
+        raise ParseError(kind, "expected exactly one line with the ToS number (0..255)", number, line)
+    return {"tos": tos}
+
+
+PARSERS["cma-roce-tos"] = parse_cma_roce_tos

@@ -188,7 +188,10 @@ def netdev_mtu(node: state.Node, name: str) -> int:
             return int((sysfs / "mtu").read_text().strip())
         except (OSError, ValueError):
             pass
-    return int(node.runtime_for(name).get("mtu", 1500))
+    twin = _twin_sysfs_mtu(node, name)
+    if twin is not None:
+        return twin
+    return int(node.runtime_for(name).get("mtu", BOOT_MTU))
 
 
 def netdev_mac(node: state.Node, nd: dict[str, Any]) -> str:
@@ -349,6 +352,91 @@ def set_cma(node: state.Node, ibdev: str, port: int, values: dict[str, int]) -> 
     cur = cma(node, ibdev, port)
     cur.update(values)
     linux_runtime(node).setdefault("cma", {})[f"{ibdev}/{port}"] = cur
+
+
+# ----------------------------------------------------------------------------------------------- netdev sysfs
+
+# The per-netdev sysfs files a RoCE setup writes, kept under the twin root (``$DPUSIM_ROOT/sys/class/net/<if>/``):
+# ``mtu`` and, on the mlx5 PF/uplink netdevs, the DCQCN switches ``ecn/roce_np/enable/<prio>`` and
+# ``ecn/roce_rp/enable/<prio>`` plus ``ecn/roce_np/cnp_dscp`` (mlx5 ``en/ecn`` sysfs; files hold one number).
+# Boot values are a model (no capture of them in the corpus): MTU 1500, ECN off on every priority (conservative:
+# a role must set it to pass), CNP DSCP 48. Like every runtime setting they are lost on a reboot: the marker
+# ``runtime["linux"]["net_sysfs"]`` goes with the runtime, and the next write-open of the node (any twin tool)
+# writes the boot values again. The maximum MTU of a port is ``max_mtu`` of the card's profile (default 9978,
+# the mlx5 ``maxmtu`` of corpus ip/cx6-ip-d-link-vf-rep-ovs-slave); a file holding more reads as the old value.
+NET_SYSFS_MARK = "net_sysfs"
+ECN_PROTOS = ("roce_np", "roce_rp")
+BOOT_MTU = 1500
+BOOT_CNP_DSCP = 48
+DEFAULT_MAX_MTU = 9978
+
+
+def net_sysfs_dir(node: state.Node, name: str) -> Path:
+    return node.root / "sys" / "class" / "net" / name
+
+
+def max_mtu(card: state.Card) -> int:
+    return int(card.profile.get("max_mtu", DEFAULT_MAX_MTU))
+
+
+def _write_boot_sysfs(node: state.Node, nd: dict[str, Any]) -> None:
+    d = net_sysfs_dir(node, nd["name"])
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "mtu").write_text("%d\n" % BOOT_MTU)
+    if nd["kind"] in ("pf", "uplink"):
+        for proto in ECN_PROTOS:
+            en = d / "ecn" / proto / "enable"
+            en.mkdir(parents=True, exist_ok=True)
+            for prio in range(8):
+                (en / str(prio)).write_text("0\n")
+        (d / "ecn" / "roce_np" / "cnp_dscp").write_text("%d\n" % BOOT_CNP_DSCP)
+
+
+def sync_net_sysfs(node: state.Node) -> bool:
+    """Boot values for the netdev sysfs files after a boot (runtime without the marker), and for netdevs that
+    appeared since (VF representors). True when something was written."""
+    if not node.cards:
+        return False
+    rt = linux_runtime(node)
+    fresh = not rt.get(NET_SYSFS_MARK)
+    base = node.root / "sys" / "class" / "net"
+    if fresh and base.exists():
+        shutil.rmtree(base)
+    wrote = False
+    for nd in card_netdevs(node):
+        if fresh or not net_sysfs_dir(node, nd["name"]).exists():
+            _write_boot_sysfs(node, nd)
+            wrote = True
+    rt[NET_SYSFS_MARK] = True
+    return wrote or fresh
+
+
+def _twin_sysfs_mtu(node: state.Node, name: str) -> int | None:
+    path = net_sysfs_dir(node, name) / "mtu"
+    if not linux_runtime(node).get(NET_SYSFS_MARK) or not path.exists():
+        return None
+    try:
+        value = int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    nd = find_netdev(node, name)
+    if nd is not None and not 68 <= value <= max_mtu(nd["card"]):
+        return None  # the kernel refuses such a write (EINVAL); the twin reads it as not written
+    return value
+
+
+def ecn_enabled(node: state.Node, name: str, proto: str) -> list[int] | None:
+    """The 8 enable flags of ``ecn/<proto>/enable`` of a netdev, or None where the netdev has none."""
+    en = net_sysfs_dir(node, name) / "ecn" / proto / "enable"
+    if not en.is_dir():
+        return None
+    out = []
+    for prio in range(8):
+        try:
+            out.append(int((en / str(prio)).read_text().strip()))
+        except (OSError, ValueError):
+            out.append(0)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- RDMA devices

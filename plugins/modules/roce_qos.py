@@ -1,0 +1,460 @@
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: roce_qos
+short_description: Lossless RoCE settings of one mlx5 netdev (trust, PFC, ETS, ECN, RoCE mode, ToS, MTU)
+version_added: 0.1.0
+description:
+  - Reads the QoS of one netdev with C(mlnx_qos -i NETDEV), the RDMA-CM defaults of its RDMA device port with
+    C(cma_roce_mode) and C(cma_roce_tos), and the DCQCN (ECN) switches, CNP DSCP and MTU from sysfs
+    (C(/sys/class/net/NETDEV/ecn/roce_np|roce_rp/enable/PRIO), C(ecn/roce_np/cnp_dscp), C(mtu)).
+  - Compares them with the options given (an option left out is not managed), applies what differs once, in
+    this order - trust, DSCP to priority entries, PFC and ETS in one C(mlnx_qos) call, RoCE mode, ToS, ECN, CNP
+    DSCP, MTU - and reads everything again.
+  - Every option is checked first (priority range, the data DSCP equal to the CNP DSCP, an MTU above O(max_mtu),
+    a netdev that does not exist); a bad one fails the task before anything is changed.
+  - These settings are runtime only - a reboot loses them (C(persistent) is always false); the
+    C(bluefleet.dpu.roce_qos) role installs a boot-time unit that applies them again.
+author:
+  - bluefleet developers (!UNKNOWN)
+options:
+  netdev:
+    description: The netdev (C(ens1f0np0) on a host, C(p0) on a BlueField Arm).
+    type: str
+    required: true
+  trust:
+    description: Priority trust state (C(mlnx_qos --trust)).
+    type: str
+    choices: [pcp, dscp]
+  pfc:
+    description: The priorities that get PFC; every other priority has PFC off.
+    type: list
+    elements: int
+  dscp2prio:
+    description: DSCP to priority entries that must be in the DSCP table (C(mlnx_qos --dscp2prio set,D,P)).
+    type: list
+    elements: dict
+    options:
+      dscp:
+        description: The DSCP (0..63).
+        type: int
+        required: true
+      priority:
+        description: The priority it maps to (0..7).
+        type: int
+        required: true
+  prio_tc:
+    description: Traffic class of each of the 8 priorities (C(mlnx_qos -p)).
+    type: list
+    elements: int
+  tsa:
+    description: Transmission selection of each of the 8 TCs (C(mlnx_qos -s)); C(ets) bandwidths must sum to 100.
+    type: list
+    elements: str
+  tc_bw:
+    description: ETS bandwidth percent of each of the 8 TCs (C(mlnx_qos -t)); 0 on strict/vendor TCs.
+    type: list
+    elements: int
+  ecn:
+    description: Priorities with ECN (DCQCN) on, as notification point and reaction point
+      (C(ecn/roce_np/enable/PRIO) and C(ecn/roce_rp/enable/PRIO) = 1); 0 on every other priority.
+    type: list
+    elements: int
+  cnp_dscp:
+    description: DSCP of the congestion notification packets (C(ecn/roce_np/cnp_dscp)); must differ from the data
+      DSCP given in O(data_dscp).
+    type: int
+  data_dscp:
+    description: The DSCP RoCE data uses; only checked against O(cnp_dscp) (the data DSCP reaches packets through
+      O(tos) and the table in O(dscp2prio)).
+    type: int
+  roce_mode:
+    description: Default RoCE version of RDMA-CM on the port (C(cma_roce_mode -m)).
+    type: str
+    choices: [v1, v2]
+  tos:
+    description: Default ToS of RDMA-CM on the port (C(cma_roce_tos -t)); DSCP times 4.
+    type: int
+  ibdev:
+    description: The RDMA device of O(netdev). Empty - looked up with C(ibdev2netdev).
+    type: str
+  port:
+    description: Port of O(ibdev).
+    type: int
+    default: 1
+  mtu:
+    description: MTU of the netdev.
+    type: int
+  max_mtu:
+    description: Largest MTU the port takes (mlx5 - 9978, as C(ip -d link) shows C(maxmtu)).
+    type: int
+    default: 9978
+  sysfs_root:
+    description: The directory that stands for C(/) for the sysfs files (C(/) on a machine).
+    type: path
+    default: /
+  timeout:
+    description: Seconds each command may run.
+    type: int
+    default: 60
+attributes:
+  check_mode:
+    description: Reads everything and reports what would change; writes nothing.
+    support: full
+  diff_mode:
+    description: The managed settings before and after.
+    support: full
+  platform:
+    description: Linux with the mlx5 driver and mlnx-tools (mlnx_qos, cma_roce_mode, cma_roce_tos, ibdev2netdev).
+    platforms: posix
+    support: full
+notes:
+  - The tools are looked up on C(PATH) of the task's environment and run with C(LC_ALL=C).
+  - The ToS is DSCP << 2 (DSCP 26 - ToS 104); the same number is NCCL's C(NCCL_IB_TC).
+seealso:
+  - module: bluefleet.dpu.rdma_info
+"""
+
+EXAMPLES = r"""
+- name: Lossless RoCE on priority 3, DSCP 26, CNP DSCP 48
+  bluefleet.dpu.roce_qos:
+    netdev: p0
+    trust: dscp
+    pfc: [3]
+    dscp2prio:
+      - {dscp: 26, priority: 3}
+    prio_tc: [0, 1, 2, 3, 4, 5, 6, 7]
+    tsa: [ets, ets, ets, ets, ets, ets, ets, ets]
+    tc_bw: [8, 7, 7, 50, 7, 7, 7, 7]
+    ecn: [3]
+    data_dscp: 26
+    cnp_dscp: 48
+    roce_mode: v2
+    tos: 104
+    mtu: 9000
+"""
+
+RETURN = r"""
+changed:
+  description: True when a setting was changed (or, in check mode, would be).
+  returned: always
+  type: bool
+netdev:
+  description: The netdev.
+  returned: always
+  type: str
+ibdev:
+  description: Its RDMA device (null when it has none and none was needed).
+  returned: always
+  type: str
+  sample: mlx5_0
+port:
+  description: The RDMA device port.
+  returned: always
+  type: int
+qos:
+  description: The managed settings after the run (in check mode, as they are now), keys as the options.
+  returned: always
+  type: dict
+previous:
+  description: The managed settings before the run.
+  returned: always
+  type: dict
+changes:
+  description: The settings that differed, in apply order.
+  returned: always
+  type: list
+  elements: str
+persistent:
+  description: Always false - the settings are lost on a reboot and must be applied again at boot.
+  returned: always
+  type: bool
+reset_required:
+  description: Always C(none) - the settings take effect at once.
+  returned: always
+  type: str
+  sample: none
+diff:
+  description: The managed settings before and after.
+  returned: always
+  type: dict
+cmd:
+  description: Every command run, as argv lists, in order.
+  returned: always
+  type: list
+  elements: list
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlnx_qos import parse_mlnx_qos
+from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import (
+    parse_cma_roce_mode,
+    parse_cma_roce_tos,
+    parse_ibdev2netdev,
+)
+from ansible_collections.bluefleet.dpu.plugins.module_utils._roce import (
+    ECN_PROTOS,
+    PRIORITIES,
+    ROCE_MODE_ARGS,
+    pfc_priorities,
+    pfc_vector,
+    validate,
+)
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    parse_output,
+    run_module,
+    run_tool,
+    timeout_spec,
+)
+
+# apply order; each key is one option of the module
+KEYS = ("trust", "dscp2prio", "pfc", "prio_tc", "tsa", "tc_bw", "roce_mode", "tos", "ecn", "cnp_dscp", "mtu")
+MLNX_QOS_KEYS = ("pfc", "prio_tc", "tsa", "tc_bw")
+CMA_KEYS = ("roce_mode", "tos")
+ROCE_VERSIONS = {1: "v1", 2: "v2"}
+
+
+def net_dir(params):
+    return os.path.join(params["sysfs_root"], "sys", "class", "net", params["netdev"])
+
+
+def read_number(path, what):
+    try:
+        with open(path) as handle:
+            text = handle.read().strip()
+    except OSError as exc:
+        raise ToolError("read %s failed: %s" % (what, exc)) from exc
+    try:
+        return int(text)
+    except ValueError:
+        raise ToolError("read %s failed: %s holds %r, not a number" % (what, path, text)) from None
+
+
+def write_number(path, value, what):
+    try:
+        with open(path, "w") as handle:
+            handle.write("%d\n" % value)
+    except OSError as exc:
+        raise ToolError("write %s failed: %s; run as root on a machine with the mlx5 driver" % (what, exc)) from exc
+
+
+def check_netdev(params):
+    """Fail unless the netdev exists (its sysfs directory)."""
+    base = os.path.dirname(net_dir(params))
+    if not os.path.isdir(net_dir(params)):
+        known = sorted(os.listdir(base)) if os.path.isdir(base) else []
+        raise ToolError("configure RoCE QoS of %s failed: netdev %s does not exist (no %s); name one of: %s"
+                        % (params["netdev"], params["netdev"], net_dir(params), ", ".join(known) or "(none)"))
+
+
+def find_ibdev(runner, params):
+    if params["ibdev"]:
+        return params["ibdev"]
+    what = "look up the RDMA device of %s with ibdev2netdev" % params["netdev"]
+    links = parse_output(parse_ibdev2netdev, run_tool(runner, ["ibdev2netdev"], what), what)["links"]
+    for link in links:
+        if link["netdev"] == params["netdev"] and link["port"] == params["port"]:
+            return link["ibdev"]
+    raise ToolError("%s failed: ibdev2netdev lists no RDMA device port %d for it; give ibdev, or leave roce_mode "
+                    "and tos unset for a netdev without RDMA" % (what, params["port"]))
+
+
+def tc_settings(data):
+    """prio_tc, tsa and tc_bw (8 items each, None where mlnx_qos printed nothing) from the tc lines."""
+    prio_tc = [None] * PRIORITIES
+    tsa = [None] * PRIORITIES
+    tc_bw = [None] * PRIORITIES
+    for tc in data["tcs"]:
+        if not 0 <= tc["tc"] < PRIORITIES:
+            continue
+        tsa[tc["tc"]] = tc["tsa"]
+        tc_bw[tc["tc"]] = tc["bw"] if tc["tsa"] == "ets" else 0
+        for prio in tc["priorities"]:
+            if 0 <= prio < PRIORITIES:
+                prio_tc[prio] = tc["tc"]
+    return prio_tc, tsa, tc_bw
+
+
+def read_state(runner, params, ibdev):
+    """The current value of every managed key."""
+    netdev = params["netdev"]
+    out = {}
+    if any(params[key] is not None for key in ("trust", "dscp2prio") + MLNX_QOS_KEYS):
+        what = "read QoS of %s with mlnx_qos" % netdev
+        data = parse_output(parse_mlnx_qos, run_tool(runner, ["mlnx_qos", "-i", netdev], what), what)
+        prio_tc, tsa, tc_bw = tc_settings(data)
+        enabled = data["pfc"]["enabled"] or [0] * PRIORITIES
+        out.update({"trust": data["trust"], "pfc": pfc_priorities(enabled), "prio_tc": prio_tc, "tsa": tsa,
+                    "tc_bw": tc_bw})
+        if params["dscp2prio"] is not None:
+            out["dscp2prio"] = [{"dscp": e["dscp"], "priority": data["dscp2prio"].get(str(e["dscp"]))}
+                                for e in params["dscp2prio"]]
+    if params["roce_mode"] is not None:
+        what = "read the RoCE mode of %s port %d with cma_roce_mode" % (ibdev, params["port"])
+        result = run_tool(runner, ["cma_roce_mode", "-d", ibdev, "-p", str(params["port"])], what)
+        out["roce_mode"] = ROCE_VERSIONS[parse_output(parse_cma_roce_mode, result, what)["roce_version"]]
+    if params["tos"] is not None:
+        what = "read the RoCE ToS of %s port %d with cma_roce_tos" % (ibdev, params["port"])
+        result = run_tool(runner, ["cma_roce_tos", "-d", ibdev, "-p", str(params["port"])], what)
+        out["tos"] = parse_output(parse_cma_roce_tos, result, what)["tos"]
+    if params["ecn"] is not None:
+        flags = {}
+        for proto in ECN_PROTOS:
+            folder = os.path.join(net_dir(params), "ecn", proto, "enable")
+            if not os.path.isdir(folder):
+                raise ToolError("read ECN of %s failed: %s does not exist; ECN per priority needs an mlx5 PF or "
+                                "uplink netdev (not a representor)" % (netdev, folder))
+            flags[proto] = [read_number(os.path.join(folder, str(p)), "ECN %s of %s" % (proto, netdev))
+                            for p in range(PRIORITIES)]
+        if flags["roce_np"] == flags["roce_rp"]:
+            out["ecn"] = pfc_priorities(flags["roce_np"])
+        else:  # the two sides differ: show both so the diff says why it changes
+            out["ecn"] = {proto: pfc_priorities(flags[proto]) for proto in ECN_PROTOS}
+    if params["cnp_dscp"] is not None:
+        out["cnp_dscp"] = read_number(os.path.join(net_dir(params), "ecn", "roce_np", "cnp_dscp"),
+                                      "the CNP DSCP of %s" % netdev)
+    if params["mtu"] is not None:
+        out["mtu"] = read_number(os.path.join(net_dir(params), "mtu"), "the MTU of %s" % netdev)
+    return out
+
+
+def desired_state(params):
+    want = {}
+    for key in KEYS:
+        if params[key] is None:
+            continue
+        if key in ("pfc", "ecn"):
+            want[key] = sorted(set(params[key]))
+        elif key == "dscp2prio":
+            want[key] = [{"dscp": e["dscp"], "priority": e["priority"]} for e in params[key]]
+        else:
+            want[key] = params[key]
+    return want
+
+
+def apply_changes(runner, params, ibdev, changes, want):
+    netdev = params["netdev"]
+    what = "set QoS of %s with mlnx_qos" % netdev
+    if "trust" in changes:
+        run_tool(runner, ["mlnx_qos", "-i", netdev, "--trust", want["trust"]], what)
+    if "dscp2prio" in changes:
+        argv = ["mlnx_qos", "-i", netdev]
+        for entry in want["dscp2prio"]:
+            argv += ["--dscp2prio", "set,%d,%d" % (entry["dscp"], entry["priority"])]
+        run_tool(runner, argv, what)
+    qos_argv = []
+    if "pfc" in changes:
+        qos_argv += ["--pfc", ",".join(str(v) for v in pfc_vector(want["pfc"]))]
+    if "prio_tc" in changes:
+        qos_argv += ["-p", ",".join(str(v) for v in want["prio_tc"])]
+    if "tsa" in changes or "tc_bw" in changes:  # mlnx_qos checks ETS as a whole: give both when one changes
+        if "tsa" in want:
+            qos_argv += ["-s", ",".join(want["tsa"])]
+        if "tc_bw" in want:
+            qos_argv += ["-t", ",".join(str(v) for v in want["tc_bw"])]
+    if qos_argv:
+        run_tool(runner, ["mlnx_qos", "-i", netdev] + qos_argv, what)
+    port = str(params["port"])
+    if "roce_mode" in changes:
+        run_tool(runner, ["cma_roce_mode", "-d", ibdev, "-p", port, "-m", ROCE_MODE_ARGS[want["roce_mode"]]],
+                 "set the RoCE mode of %s port %s with cma_roce_mode" % (ibdev, port))
+    if "tos" in changes:
+        run_tool(runner, ["cma_roce_tos", "-d", ibdev, "-p", port, "-t", str(want["tos"])],
+                 "set the RoCE ToS of %s port %s with cma_roce_tos" % (ibdev, port))
+    if "ecn" in changes:
+        for proto in ECN_PROTOS:
+            folder = os.path.join(net_dir(params), "ecn", proto, "enable")
+            for prio, flag in enumerate(pfc_vector(want["ecn"])):
+                write_number(os.path.join(folder, str(prio)), flag, "ECN %s priority %d of %s" % (proto, prio, netdev))
+    if "cnp_dscp" in changes:
+        write_number(os.path.join(net_dir(params), "ecn", "roce_np", "cnp_dscp"), want["cnp_dscp"],
+                     "the CNP DSCP of %s" % netdev)
+    if "mtu" in changes:
+        write_number(os.path.join(net_dir(params), "mtu"), want["mtu"], "the MTU of %s" % netdev)
+
+
+def settings_of(params):
+    """The option values in the form ``_roce.validate`` checks."""
+    return {"trust": params["trust"], "pfc": params["pfc"], "ecn": params["ecn"], "dscp": params["data_dscp"],
+            "cnp_dscp": params["cnp_dscp"], "prio_tc": params["prio_tc"], "tsa": params["tsa"],
+            "tc_bw": params["tc_bw"], "roce_mode": params["roce_mode"], "tos": params["tos"], "mtu": params["mtu"]}
+
+
+def run_roce_qos(runner, params, check_mode):
+    label = "configure RoCE QoS of %s" % params["netdev"]
+    problems = validate(settings_of(params), max_mtu=params["max_mtu"])
+    for entry in params["dscp2prio"] or []:
+        problems += validate({"dscp": entry["dscp"], "dscp_priority": entry["priority"]})
+    if params["port"] < 1:
+        problems.append("port %d is not a port number (1 or more)" % params["port"])
+    if problems:
+        raise ToolError("%s failed: %s; nothing was changed" % (label, "; ".join(problems)))
+    check_netdev(params)
+    ibdev = find_ibdev(runner, params) if any(params[k] is not None for k in CMA_KEYS) else params["ibdev"]
+    want = desired_state(params)
+    before = read_state(runner, params, ibdev)
+    changes = [key for key in KEYS if key in want and before.get(key) != want[key]]
+    after = before
+    if changes and not check_mode:
+        apply_changes(runner, params, ibdev, changes, want)
+        after = read_state(runner, params, ibdev)
+        wrong = [key for key in KEYS if key in want and after.get(key) != want[key]]
+        if wrong:
+            raise ToolError("%s failed: read back after the change, %s" % (label, "; ".join(
+                "%s is %r, expected %r" % (key, after.get(key), want[key]) for key in wrong)))
+    return {
+        "changed": bool(changes),
+        "netdev": params["netdev"],
+        "ibdev": ibdev,
+        "port": params["port"],
+        "qos": after,
+        "previous": before,
+        "changes": changes,
+        "persistent": False,
+        "reset_required": "none",
+        "diff": make_diff(before, dict(before, **want) if changes else before),
+    }
+
+
+def argument_spec():
+    return {
+        "netdev": {"type": "str", "required": True},
+        "trust": {"type": "str", "choices": ["pcp", "dscp"]},
+        "pfc": {"type": "list", "elements": "int"},
+        "dscp2prio": {"type": "list", "elements": "dict", "options": {
+            "dscp": {"type": "int", "required": True},
+            "priority": {"type": "int", "required": True},
+        }},
+        "prio_tc": {"type": "list", "elements": "int"},
+        "tsa": {"type": "list", "elements": "str"},
+        "tc_bw": {"type": "list", "elements": "int"},
+        "ecn": {"type": "list", "elements": "int"},
+        "cnp_dscp": {"type": "int"},
+        "data_dscp": {"type": "int"},
+        "roce_mode": {"type": "str", "choices": ["v1", "v2"]},
+        "tos": {"type": "int"},
+        "ibdev": {"type": "str"},
+        "port": {"type": "int", "default": 1},
+        "mtu": {"type": "int"},
+        "max_mtu": {"type": "int", "default": 9978},
+        "sysfs_root": {"type": "path", "default": "/"},
+        "timeout": timeout_spec(60),
+    }
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_module(module, "configure RoCE QoS", ToolRunner,
+               lambda runner: run_roce_qos(runner, module.params, module.check_mode))
+
+
+if __name__ == "__main__":
+    main()
