@@ -239,6 +239,9 @@ def open_node(root: str | os.PathLike[str] | None = None, write: bool = True) ->
             node = Node(rdir, data, cards)
             _sync_boot(node)
             written = files.consume_writes(node)
+            if write:  # netdev sysfs (mtu, ecn) back to boot values after a reboot; linux_state builds on state
+                from dpusim import linux_state
+                linux_state.sync_net_sysfs(node)
             if write:  # a DPU's mlx5 driver loads mlnx-bf.conf at the first call after a boot (dpusim.driver)
                 driver.ensure_loaded(node)
             yield node
