@@ -10,6 +10,7 @@
     dpusim make-image --kind nic-fw|bfb --profile NAME --version V [--psid P] [--corrupt] -o FILE
     dpusim rshim cat | write "SW_RESET 1" [--index N]   /dev/rshimN/misc of a host's BlueField
     dpusim tools                     list the tool names
+    dpusim kubelet crash NAME [--stay-down] [--exit-code N]   a DOCA service's container dies
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import stat
 import sys
 from pathlib import Path
 
-from dpusim import clock, device, faults, images, profiles, replay, rshim, state, tools
+from dpusim import clock, device, faults, images, kubelet, profiles, replay, rshim, state, tools
 
 BIN_TEMPLATE = """#!{python}
 # dpusim front-end for {name!r}; written by `dpusim env`.
@@ -162,6 +163,14 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_kubelet(args: argparse.Namespace) -> int:
+    with state.open_node(args.root) as node:
+        ctr = kubelet.crash(node, args.name, exit_code=args.exit_code, stay_down=args.stay_down)
+    print("%s %s exited (code %d)%s" % (ctr["name"], ctr["id"][:13], ctr["exit_code"],
+                                        "; kept down (crash loop)" if args.stay_down else ""))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dpusim", description="BlueField / ConnectX device twin")
     p.add_argument("--root", help="node root (default: $DPUSIM_ROOT)")
@@ -213,6 +222,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("text", nargs="*", help='for write: e.g. SW_RESET 1')
     s.add_argument("--index", type=int, default=0)
     s.set_defaults(func=cmd_rshim)
+    s = sub.add_parser("kubelet", help="the DPU's standalone kubelet: crash a service's container")
+    s.add_argument("action", choices=("crash",))
+    s.add_argument("name", help="container name, id, or the pod name's prefix")
+    s.add_argument("--stay-down", action="store_true", help="the kubelet does not restart it (crash loop)")
+    s.add_argument("--exit-code", type=int, default=1)
+    s.set_defaults(func=cmd_kubelet)
     s = sub.add_parser("tools", help="list tool names")
     s.set_defaults(func=cmd_tools)
     return p
