@@ -130,7 +130,8 @@ class LiveView:
         self.stage = stage
         self.started = time.monotonic()
         self.play = ""
-        self.plays: dict[str, int] = {}
+        self.batch = 1
+        self.tasks_seen: set[str] = set()
         self.task = ""
         self.task_hosts: set[str] = set()
         self.done: set[str] = set()
@@ -168,13 +169,19 @@ class LiveView:
         host = data.get("host")
         if kind == "playbook_on_play_start":
             self.play = data.get("play") or data.get("name") or ""
-            self.plays[self.play] = self.plays.get(self.play, 0) + 1
-            batch = self.plays[self.play]
-            self.line("[%s] %s play: %s%s | %s" % (self.elapsed(), self.stage, self.play,
-                                                   " (batch %d)" % batch if batch > 1 else "", self.counts()))
+            self.batch, self.tasks_seen = 1, set()
+            self.line("[%s] %s play: %s | %s" % (self.elapsed(), self.stage, self.play, self.counts()))
         elif kind == "playbook_on_task_start":
             self.task = data.get("task") or data.get("name") or ""
             self.task_hosts = set()
+            uuid = data.get("task_uuid")
+            if uuid and uuid in self.tasks_seen:  # a `serial` play runs its tasks again for the next batch
+                self.batch += 1
+                self.tasks_seen = set()
+                self.line("[%s] %s play: %s (batch %d) | %s" % (self.elapsed(), self.stage, self.play, self.batch,
+                                                               self.counts()))
+            if uuid:
+                self.tasks_seen.add(uuid)
         elif kind.startswith("runner_on_") and host:
             self.task_hosts.add(host)
             self.done.add(host)
