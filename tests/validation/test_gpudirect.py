@@ -1,0 +1,133 @@
+"""Conformance, stage fabric: GPUDirect RDMA and NCCL on GPU hosts.
+
+- nvidia_peermem is loaded, registered (``/sys/kernel/mm/memory_peers/nv_mem/version``) and loaded at boot
+  (``/etc/modules-load.d/nvidia-peermem.conf``) on every GPU host that has GPUs;
+- ``/etc/nccl.conf`` exists and agrees with the NIC: NCCL_IB_TC carries the DSCP of the ToS RDMA-CM uses on each
+  NIC it names (``cma_roce_tos``), NCCL_IB_GID_INDEX is a RoCE v2 GID of each of them (``show_gids``), every NIC it
+  names exists, and the shell profile exports the same values.
+
+Files are read under ``bluefleet_fs_root`` (``/`` on real machines; the twin root in the sim inventory).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import parse_show_gids
+
+pytestmark = pytest.mark.stage("fabric")
+
+FIX_PEERMEM = "fix: gpu_host_peermem / playbooks/fabric.yml --tags gpudirect"
+FIX_NCCL = "fix: nccl_* variables and bluefleet_roce / playbooks/fabric.yml --tags nccl"
+
+
+def _path(node, path: str) -> str:
+    root = str(node.vars.get("bluefleet_fs_root") or "/").rstrip("/")
+    return root + path
+
+
+def _has_gpus(node) -> bool:
+    res = node.run("nvidia-smi")
+    return res.rc == 0 and "No devices were found" not in res.stdout + res.stderr
+
+
+def _read(node, path: str):
+    res = node.run("cat %s" % shlex.quote(_path(node, path)))
+    return res.stdout if res.rc == 0 else None
+
+
+def _settings(text: str, export: bool = False) -> dict[str, str]:
+    out = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if export:
+            line = line.removeprefix("export ")
+        name, _sep, value = line.partition("=")
+        out[name.strip()] = " ".join(shlex.split(value)) if export else value.strip()
+    return out
+
+
+def _nccl_conf(node) -> dict[str, str]:
+    text = _read(node, "/etc/nccl.conf")
+    assert text is not None, f"{node.name}: {_path(node, '/etc/nccl.conf')} is missing, expected the NCCL settings; " \
+                             f"{FIX_NCCL}"
+    return _settings(text)
+
+
+def _hcas(node, conf: dict[str, str]) -> list[tuple[str, int]]:
+    value = conf.get("NCCL_IB_HCA", "")
+    assert value, f"{node.name}: NCCL_IB_HCA is not set in nccl.conf, expected the NICs closest to the GPUs; {FIX_NCCL}"
+    out = []
+    for item in value.lstrip("^=").split(","):
+        dev, _sep, port = item.partition(":")
+        out.append((dev, int(port or 1)))
+    return out
+
+
+def test_peermem_loaded_and_registered(gpu_host):
+    if not _has_gpus(gpu_host):
+        return  # GPUDirect RDMA needs an NVIDIA GPU; a host without one has nothing to register
+    lsmod = gpu_host.run("lsmod")
+    assert lsmod.rc == 0, f"{gpu_host.name}: lsmod failed: {lsmod.stderr}"
+    loaded = any(line.split()[:1] == ["nvidia_peermem"] for line in lsmod.stdout.splitlines())
+    assert loaded, f"{gpu_host.name}: nvidia_peermem is not loaded, expected loaded; {FIX_PEERMEM}"
+    sysfs = "/sys/kernel/mm/memory_peers/nv_mem/version"
+    assert _read(gpu_host, sysfs) is not None, (
+        f"{gpu_host.name}: nvidia_peermem is loaded but {_path(gpu_host, sysfs)} "
+        f"is missing (NCCL says 'GPU Direct RDMA Disabled'), expected registered; rebuild the NVIDIA driver against "
+        f"the running OFED, then {FIX_PEERMEM}")
+
+
+def test_peermem_loaded_at_boot(gpu_host):
+    if not _has_gpus(gpu_host):
+        return
+    text = _read(gpu_host, "/etc/modules-load.d/nvidia-peermem.conf") or ""
+    listed = [line.split("#", 1)[0].strip().replace("-", "_") for line in text.splitlines()]
+    assert "nvidia_peermem" in listed, (
+        f"{gpu_host.name}: /etc/modules-load.d/nvidia-peermem.conf does not list nvidia_peermem, expected it loaded "
+        f"at boot; fix: gpu_host_peermem_persist / playbooks/fabric.yml --tags gpudirect")
+
+
+def test_nccl_tc_matches_the_nic_tos(gpu_host):
+    conf = _nccl_conf(gpu_host)
+    assert conf.get("NCCL_IB_TC", "").isdigit(), \
+        f"{gpu_host.name}: NCCL_IB_TC is {conf.get('NCCL_IB_TC')!r}, expected DSCP << 2; {FIX_NCCL}"
+    tc = int(conf["NCCL_IB_TC"])
+    for dev, port in _hcas(gpu_host, conf):
+        res = gpu_host.run(f"cma_roce_tos -d {shlex.quote(dev)} -p {port}")
+        assert res.rc == 0 and res.stdout.strip().isdigit(), \
+            f"{gpu_host.name}: cma_roce_tos -d {dev} -p {port} failed ({res.stdout}{res.stderr}); {FIX_NCCL}"
+        tos = int(res.stdout.strip())
+        assert tc >> 2 == tos >> 2, (
+            f"{gpu_host.name}: NCCL_IB_TC {tc} carries DSCP {tc >> 2} but {dev} port {port} uses ToS {tos} "
+            f"(DSCP {tos >> 2}), expected the same DSCP; fix: bluefleet_roce_dscp / playbooks/fabric.yml")
+
+
+def test_nccl_gid_index_is_a_roce_v2_gid(gpu_host):
+    conf = _nccl_conf(gpu_host)
+    index = conf.get("NCCL_IB_GID_INDEX", "")
+    assert index.isdigit(), f"{gpu_host.name}: NCCL_IB_GID_INDEX is {index!r}, expected a GID index; {FIX_NCCL}"
+    for dev, port in _hcas(gpu_host, conf):
+        res = gpu_host.run(f"show_gids {shlex.quote(dev)} {port}")
+        assert res.rc == 0, f"{gpu_host.name}: show_gids {dev} {port} failed: {res.stderr}; {FIX_NCCL}"
+        gids = [g for g in parse_show_gids(res.stdout)["gids"] if g["dev"] == dev and g["port"] == port]
+        assert gids, f"{gpu_host.name}: NCCL_IB_HCA names {dev}, which has no GID (not a RoCE NIC here); {FIX_NCCL}"
+        entry = next((g for g in gids if g["index"] == int(index)), None)
+        v2 = [g["index"] for g in gids if g["ver"] == "v2"]
+        assert entry is not None and entry["ver"] == "v2", (
+            f"{gpu_host.name}: NCCL_IB_GID_INDEX {index} on {dev} port {port} is "
+            f"{'absent' if entry is None else entry['ver']}, expected a RoCE v2 GID (v2 indexes: {v2}); "
+            f"fix: bluefleet_roce_address / playbooks/fabric.yml")
+
+
+def test_nccl_profile_matches_the_conf(gpu_host):
+    conf = _nccl_conf(gpu_host)
+    text = _read(gpu_host, "/etc/profile.d/nccl.sh")
+    assert text is not None, \
+        f"{gpu_host.name}: /etc/profile.d/nccl.sh is missing, expected the NCCL exports; {FIX_NCCL}"
+    exported = _settings(text, export=True)
+    assert exported == conf, (f"{gpu_host.name}: /etc/profile.d/nccl.sh exports {exported}, expected the values of "
+                              f"/etc/nccl.conf {conf}; {FIX_NCCL}")
