@@ -70,8 +70,8 @@ changed:
     check mode, would be changed / is so).
   returned: always
   type: bool
-path:
-  description: The file read and written (with O(fs_root)).
+conf_file:
+  description: The file read and written (O(path) under O(fs_root)).
   returned: always
   type: str
   sample: /etc/mellanox/mlnx-bf.conf
@@ -212,7 +212,7 @@ def main():
     restart = file_changes or running_wrong
     module.exit_json(
         changed=restart,
-        path=path,
+        conf_file=path,
         full_offload=want if (file_changes and not module.check_mode) else previous,
         previous=previous,
         driver_ipsec_mode=modes,
