@@ -335,8 +335,8 @@ def run_service(runner, params, check_mode):
         "pod": pod,
         "previous_pod_id": old_pod["id"] if old_pod else None,
         "reset_required": "none",
-        "diff": make_diff(dict((p, v) for p, v in before.items() if v is not None or after[p] is not None),
-                          dict((p, v) for p, v in after.items() if v is not None or before[p] is not None)),
+        "diff": make_diff(dict((p, v) for p, v in before.items() if v is not None),
+                          dict((p, v) for p, v in after.items() if v is not None)),
     }
 
 
