@@ -89,14 +89,17 @@ def _fix_for(stage: str | None) -> str:
 
 def _matrix(summary: dict, evidence: dict | None, facts: dict) -> tuple[list, list, dict]:
     """(hosts, checks, cells): one row per host, one column per check, cells[host][check]."""
-    groups: dict[str, list[str]] = {}
+    # Rows: the hosts the playbook ran on, those with facts, those a check ran on. The inventory maps only
+    # name the groups (an inventory may hold hosts outside gpu_hosts / dpus that nothing ran on).
+    known: dict[str, list[str]] = {}
     for source in (facts or {}, (evidence or {}).get("hosts") or {}, summary.get("hosts") or {}):
         for host, value in source.items():
             host_groups = value.get("groups") if isinstance(value, dict) else value
-            if host_groups and host not in groups:
-                groups[host] = list(host_groups)
-    for host in (summary.get("stats") or {}):
-        groups.setdefault(host, [])
+            if host_groups and host not in known:
+                known[host] = [g for g in host_groups if g not in ("all", "ungrouped")]
+    groups: dict[str, list[str]] = {}
+    for host in list(facts or {}) + list(summary.get("stats") or {}):
+        groups.setdefault(host, known.get(host, []))
 
     checks: dict[str, dict] = {}
     cells: dict[str, dict[str, dict]] = {}
@@ -144,7 +147,7 @@ def _matrix(summary: dict, evidence: dict | None, facts: dict) -> tuple[list, li
             put(host, check, {"status": record.get("outcome") or "error", "message": record.get("message") or "",
                               "commands": commands, "nodeids": [record.get("nodeid")], "stage": rec_stage})
             if host != FLEET_ROW:
-                groups.setdefault(host, [])
+                groups.setdefault(host, known.get(host, []))
 
     order = {s: i for i, s in enumerate(("playbook",) + STAGES)}
     check_list = sorted(checks.values(), key=lambda c: (order.get(c["stage"], len(order)), c["module"], c["id"]))
