@@ -1,0 +1,195 @@
+"""roce_qos: exact ordered argv against tool outputs, sysfs in a temporary root.
+
+Tool outputs:
+* ``mlnx_qos -i p0`` before: the corpus fixture (mlnx_qos/fixture-tabs-pcp: trust pcp, PFC off, no tc lines).
+* ``mlnx_qos -i p0`` after (AFTER): laid out as shared/corpus/mlnx_qos/FORMAT-from-source.md prints trust dscp with
+  the default DSCP table (the same table as corpus mlnx_qos/cx-dscp-ets-pfc5-partial for priorities 0..4),
+  PFC on priority 3 and one tc line per priority (identity map) with its ETS share.
+* ``cma_roce_mode``: ``IB/RoCE v1`` / ``RoCE v2`` (show_gids/FORMAT-from-source.md); ``cma_roce_tos``: the
+  number (the kernel's configfs show, see tests/unit/fixtures/parsers/cma-roce-tos).
+* ``ibdev2netdev``: ``<ibdev> port <n> ==> <netdev> (<Up|Down>)`` (corpus ibdev2netdev, before ``column -t``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.modules import roce_qos
+from fake_tools import fixture_text
+
+PCP = fixture_text("mlnx-qos", "fixture-tabs-pcp")
+BW = [8, 7, 7, 50, 7, 7, 7, 7]
+AFTER = (
+    "DCBX mode: OS controlled\n"
+    "Priority trust state: dscp\n"
+    "dscp2prio mapping:\n"
+    + "".join("\tprio:%d dscp:%s,\n" % (p, ",".join("%02d" % d for d in range(p * 8 + 7, p * 8 - 1, -1)))
+              for p in range(8))
+    + "default priority:\n"
+    "Receive buffer size (bytes): 262016,0,0,0,0,0,0,0,max_buffer_size=2097152\n"
+    "Cable len: 7\n"
+    "PFC configuration:\n"
+    "\tpriority    0   1   2   3   4   5   6   7\n"
+    "\tenabled     0   0   0   1   0   0   0   0   \n"
+    "\tbuffer      0   0   0   0   0   0   0   0   \n"
+    + "".join("tc: %d ratelimit: unlimited, tsa: ets, bw: %d%%\n\t priority:  %d\n" % (tc, BW[tc], tc)
+              for tc in range(8))
+)
+IBDEV2NETDEV = "mlx5_0 port 1 ==> p0 (Up)\nmlx5_1 port 1 ==> p1 (Up)\n"
+ARGS = {"netdev": "p0", "trust": "dscp", "pfc": [3], "dscp2prio": [{"dscp": 26, "priority": 3}],
+        "prio_tc": list(range(8)), "tsa": ["ets"] * 8, "tc_bw": BW, "ecn": [3], "data_dscp": 26, "cnp_dscp": 48,
+        "roce_mode": "v2", "tos": 104, "mtu": 9000}
+QOS = ["mlnx_qos", "-i", "p0"]
+MODE = ["cma_roce_mode", "-d", "mlx5_0", "-p", "1"]
+TOS = ["cma_roce_tos", "-d", "mlx5_0", "-p", "1"]
+APPLY = [
+    (QOS + ["--trust", "dscp"], 0, AFTER, ""),
+    (QOS + ["--dscp2prio", "set,26,3"], 0, AFTER, ""),
+    (QOS + ["--pfc", "0,0,0,1,0,0,0,0", "-p", "0,1,2,3,4,5,6,7", "-s", "ets,ets,ets,ets,ets,ets,ets,ets",
+            "-t", "8,7,7,50,7,7,7,7"], 0, AFTER, ""),
+    (MODE + ["-m", "2"], 0, "RoCE v2\n", ""),
+    (TOS + ["-t", "104"], 0, "104\n", ""),
+]
+READ_BEFORE = [(["ibdev2netdev"], 0, IBDEV2NETDEV, ""), (QOS, 0, PCP, ""), (MODE, 0, "IB/RoCE v1\n", ""),
+               (TOS, 0, "0\n", "")]
+READ_AFTER = [(QOS, 0, AFTER, ""), (MODE, 0, "RoCE v2\n", ""), (TOS, 0, "104\n", "")]
+
+
+class Ordered:
+    """Answers the commands of ``steps`` in that order; anything else fails the test."""
+
+    def __init__(self, steps):
+        self.steps = list(steps)
+        self.cmd = []
+
+    def run(self, argv, timeout=None):
+        argv = list(argv)
+        self.cmd.append(argv)
+        assert self.steps, "unexpected command %r" % (argv,)
+        want, rc, out, err = self.steps.pop(0)
+        assert argv == want, "expected %r, ran %r" % (want, argv)
+        return CommandResult(argv, rc, out, err)
+
+
+def make_sysfs(root: Path, netdev="p0", mtu=1500, ecn=(), cnp=48, with_ecn=True) -> Path:
+    d = root / "sys" / "class" / "net" / netdev
+    d.mkdir(parents=True)
+    (d / "mtu").write_text("%d\n" % mtu)
+    if with_ecn:
+        for proto in ("roce_np", "roce_rp"):
+            (d / "ecn" / proto / "enable").mkdir(parents=True)
+            for p in range(8):
+                (d / "ecn" / proto / "enable" / str(p)).write_text("1\n" if p in ecn else "0\n")
+        (d / "ecn" / "roce_np" / "cnp_dscp").write_text("%d\n" % cnp)
+    return d
+
+
+def sysfs_state(d: Path) -> dict:
+    return {str(p.relative_to(d)): p.read_text() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def test_apply_sets_everything_once_in_order_and_reads_back(run_module, tmp_path):
+    d = make_sysfs(tmp_path)
+    runner = Ordered(READ_BEFORE + APPLY + READ_AFTER)
+    failed, result = run_module(roce_qos, dict(ARGS, sysfs_root=str(tmp_path)), runner)
+    assert not failed, result
+    assert runner.steps == [], "commands not run: %r" % runner.steps
+    assert result["changed"] is True and result["persistent"] is False and result["reset_required"] == "none"
+    assert result["changes"] == [k for k in roce_qos.KEYS if k != "cnp_dscp"]  # CNP DSCP was 48 already
+    assert result["ibdev"] == "mlx5_0" and result["qos"]["trust"] == "dscp" and result["qos"]["pfc"] == [3]
+    assert result["previous"]["trust"] == "pcp" and result["previous"]["roce_mode"] == "v1"
+    assert result["diff"]["before"]["mtu"] == 1500 and result["diff"]["after"]["mtu"] == 9000
+    files = sysfs_state(d)
+    assert files["mtu"] == "9000\n" and files["ecn/roce_np/cnp_dscp"] == "48\n"
+    for proto in ("roce_np", "roce_rp"):
+        assert [files["ecn/%s/enable/%d" % (proto, p)] for p in range(8)] == ["0\n"] * 3 + ["1\n"] + ["0\n"] * 4
+    assert result["cmd"] == [list(step[0]) for step in READ_BEFORE + APPLY + READ_AFTER]
+
+
+def test_nothing_to_do_reads_only(run_module, tmp_path):
+    d = make_sysfs(tmp_path, mtu=9000, ecn=(3,))
+    before = sysfs_state(d)
+    steps = [(["ibdev2netdev"], 0, IBDEV2NETDEV, "")] + READ_AFTER
+    runner = Ordered(steps)
+    failed, result = run_module(roce_qos, dict(ARGS, sysfs_root=str(tmp_path)), runner)
+    assert not failed, result
+    assert result["changed"] is False and result["changes"] == [] and runner.steps == []
+    assert sysfs_state(d) == before and result["diff"]["before"] == result["diff"]["after"]
+
+
+def test_check_mode_reports_and_changes_nothing(run_module, tmp_path):
+    d = make_sysfs(tmp_path)
+    before = sysfs_state(d)
+    runner = Ordered(READ_BEFORE)
+    failed, result = run_module(roce_qos, dict(ARGS, sysfs_root=str(tmp_path)), runner, check_mode=True)
+    assert not failed, result
+    assert result["changed"] is True and runner.steps == [] and sysfs_state(d) == before
+    assert result["diff"]["before"]["trust"] == "pcp" and result["diff"]["after"]["trust"] == "dscp"
+    assert result["diff"]["after"]["ecn"] == [3] and result["diff"]["after"]["tos"] == 104
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"pfc": [9]}, "pfc priority 9 is out of range: use 0..7"),
+    ({"dscp2prio": [{"dscp": 26, "priority": 8}]}, "priority 8 is out of range"),
+    ({"cnp_dscp": 26}, "dscp and cnp_dscp are both 26"),
+    ({"mtu": 10240}, "mtu 10240 is above what the port supports (max 9978)"),
+    ({"netdev": "p7"}, "netdev p7 does not exist"),
+    ({"tc_bw": [10] * 8}, "must sum to 100"),
+])
+def test_bad_input_fails_before_any_command_or_write(run_module, tmp_path, change, words):
+    d = make_sysfs(tmp_path)
+    before = sysfs_state(d)
+    runner = Ordered([])
+    failed, result = run_module(roce_qos, dict(ARGS, sysfs_root=str(tmp_path), **change), runner)
+    assert failed and words in result["msg"], result["msg"]
+    assert runner.cmd == [] and sysfs_state(d) == before
+    assert result["msg"].startswith("configure RoCE QoS of ")
+
+
+def test_unknown_netdev_names_the_ones_that_exist(run_module, tmp_path):
+    make_sysfs(tmp_path)
+    make_sysfs(tmp_path, netdev="p1")
+    failed, result = run_module(roce_qos, dict(ARGS, sysfs_root=str(tmp_path), netdev="eth9"), Ordered([]))
+    assert failed and "name one of: p0, p1" in result["msg"]
+
+
+def test_a_tool_failure_stops_the_run_and_names_the_command(run_module, tmp_path):
+    d = make_sysfs(tmp_path)
+    steps = READ_BEFORE + [(QOS + ["--trust", "dscp"], 1, "", "Priority trust state is not supported on your system")]
+    runner = Ordered(steps)
+    failed, result = run_module(roce_qos, dict(ARGS, sysfs_root=str(tmp_path)), runner)
+    assert failed and result["msg"].startswith("set QoS of p0 with mlnx_qos failed")
+    assert "not supported" in result["msg"] and result["rc"] == 1
+    assert sysfs_state(d)["mtu"] == "1500\n", "nothing after the failing command ran"
+
+
+def test_a_value_that_does_not_stick_fails(run_module, tmp_path):
+    make_sysfs(tmp_path)
+    args = {"netdev": "p0", "trust": "dscp", "sysfs_root": str(tmp_path)}
+    runner = Ordered([(QOS, 0, PCP, ""), (QOS + ["--trust", "dscp"], 0, PCP, ""), (QOS, 0, PCP, "")])
+    failed, result = run_module(roce_qos, args, runner)
+    assert failed and "read back after the change, trust is 'pcp', expected 'dscp'" in result["msg"]
+
+
+def test_ecn_needs_the_mlx5_ecn_sysfs(run_module, tmp_path):
+    make_sysfs(tmp_path, netdev="pf0hpf", with_ecn=False)
+    failed, result = run_module(roce_qos, {"netdev": "pf0hpf", "ecn": [3], "sysfs_root": str(tmp_path)}, Ordered([]))
+    assert failed and "ECN per priority needs an mlx5 PF or uplink netdev" in result["msg"]
+
+
+def test_only_given_options_are_managed(run_module, tmp_path):
+    """MTU alone: no mlnx_qos, no cma tool, no ibdev2netdev."""
+    d = make_sysfs(tmp_path)
+    runner = Ordered([])
+    failed, result = run_module(roce_qos, {"netdev": "p0", "mtu": 4200, "sysfs_root": str(tmp_path)}, runner)
+    assert not failed and result["changed"] and result["qos"] == {"mtu": 4200} and runner.cmd == []
+    assert sysfs_state(d)["mtu"] == "4200\n"
+
+
+def test_netdev_without_rdma_device_fails_when_roce_mode_is_asked(run_module, tmp_path):
+    make_sysfs(tmp_path, netdev="eth0")
+    runner = Ordered([(["ibdev2netdev"], 0, IBDEV2NETDEV, "")])
+    failed, result = run_module(roce_qos, {"netdev": "eth0", "roce_mode": "v2", "sysfs_root": str(tmp_path)}, runner)
+    assert failed and "ibdev2netdev lists no RDMA device port 1" in result["msg"]
