@@ -269,6 +269,27 @@ def _host_checksum_offload_off(pair: Pair, changes: list[str]) -> None:
         changes.append(f"{pair.host}: {HOST_NETDEV} tx checksum offload off")
 
 
+# Lab artefact, not a toolkit setting: the lab kernel has no ESP (INET_ESP unset); strongSwan's libipsec reads
+# protocol 50 from a raw socket, and when that socket's queue overflows under load the kernel answers the ESP
+# packet with ICMP "protocol 50 unreachable" (seen on the fabric during iperf3). A BlueField's kernel handles
+# ESP itself, so the lab drops those ICMP errors in a table of its own (the firewall role leaves it alone).
+LAB_NFT_TABLE = "bluefleet_lab"
+LAB_NFT_RULES = (f"table inet {LAB_NFT_TABLE} {{\n"
+                 "  chain output {\n"
+                 "    type filter hook output priority 0; policy accept;\n"
+                 "    icmp type destination-unreachable icmp code prot-unreachable drop\n"
+                 "  }\n"
+                 "}\n")
+
+
+def _dpu_lab_nft(pair: Pair, changes: list[str]) -> None:
+    if exec_in(pair.dpu, ["nft", "list", "table", "inet", LAB_NFT_TABLE], check=False).returncode == 0:
+        return
+    run(["docker", "exec", "-i", pair.dpu, "nft", "-f", "-"], timeout=30, input_text=LAB_NFT_RULES,
+        what=f"in {pair.dpu}: nft table {LAB_NFT_TABLE}")
+    changes.append(f"{pair.dpu}: nft table {LAB_NFT_TABLE} (drops ICMP protocol-unreachable answers to ESP)")
+
+
 def wait_systemd(container: str, timeout: int = 90) -> str:
     """Wait until systemd (PID 1 in the lab images) has finished booting; return its state."""
     proc = exec_in(container, ["timeout", str(timeout), "systemctl", "is-system-running", "--wait"],
@@ -300,6 +321,7 @@ def wire(topo: Topology) -> list[str]:
         _check_uplink_address(topo, pair, dpid)
     for pair in topo.all_pairs():
         _host_checksum_offload_off(pair, changes)
+        _dpu_lab_nft(pair, changes)
         for name in (pair.host, pair.dpu):
             wait_systemd(name)
         _init_twin(pair.host, "host", topo.profile, changes)
