@@ -150,8 +150,11 @@ def test_up_wires_pair_is_idempotent_and_down_leaves_nothing(engine, clean_lab, 
     assert _twin_role(host) == "host" and _twin_role(dpu) == "dpu"
     data = yaml.safe_load(inv.read_text())
     children = data["all"]["children"]
-    assert children["gpu_hosts"]["hosts"] == {host: {"bluefleet_dpus": [dpu]}}
-    assert children["dpus"]["hosts"] == {dpu: {"bluefleet_host": host, "bluefleet_rshim": "rshim0"}}
+    pairing = lab_wiring.host_vars(Topology(PREFIX, 1))
+    assert children["gpu_hosts"]["hosts"] == {host: pairing[host]}
+    assert children["dpus"]["hosts"] == {dpu: pairing[dpu]}
+    assert pairing[host]["bluefleet_dpus"] == [dpu]
+    assert pairing[dpu]["bluefleet_host"] == host and pairing[dpu]["bluefleet_rshim"] == "rshim0"
     assert data["all"]["vars"]["ansible_connection"] == "community.docker.docker"
 
     again = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", str(inv))
@@ -168,10 +171,71 @@ def test_up_wires_pair_is_idempotent_and_down_leaves_nothing(engine, clean_lab, 
     summary = lab("summary", "--pairs", "1", "--prefix", PREFIX)
     assert summary.returncode == 0, summary.stdout + summary.stderr
 
+    _bfb_from_the_host_changes_the_dpu_os(inv, tmp_path, host, dpu)
+
     down = lab("down", "--prefix", PREFIX, "--inventory", str(inv))
     assert down.returncode == 0, down.stdout + down.stderr
     assert not any(resources().values()), resources()
     assert not inv.exists()
+
+
+OLD_RELEASE = "bf-bundle-2.9.1-40_24.11-ubuntu-22.04_prod"  # the bluefield3 profile's DPU OS
+NEW_RELEASE = "bf-bundle-2.9.2-31_25.02_ubuntu-22.04_prod"
+ARM_VIEW = "/var/lib/dpusim-arm"
+
+
+def _dpu_release(dpu: str) -> tuple[str, str]:
+    """What the DPU container itself reports: bfver's OS Release line and the card's mlnx-release file."""
+    bfver = subprocess.run(["docker", "exec", dpu, "bfver"], capture_output=True, text=True, check=True,
+                           timeout=60).stdout
+    lines = [line for line in bfver.splitlines() if line.startswith("OS Release Version: ")]
+    assert len(lines) == 1, "%s: bfver printed no single 'OS Release Version:' line:\n%s" % (dpu, bfver)
+    release_file = subprocess.run(["docker", "exec", dpu, "cat", lab_wiring.CARD_MOUNT + "/files/mlnx-release"],
+                                  capture_output=True, text=True, check=True, timeout=60).stdout
+    return lines[0].split(": ", 1)[1].strip(), release_file.strip()
+
+
+def _bfb_from_the_host_changes_the_dpu_os(inv: Path, tmp_path: Path, host: str, dpu: str) -> None:
+    """Issue 5 item 8: playbooks/upgrade.yml pushes a BFB from the GPU-host container (bfb_install delegated to it,
+    over the shared card volume that stands in for rshim); the DPU container then runs the new OS release, and a
+    second run changes nothing.
+
+    The lab has no path from the host container into the DPU container (on hardware: ssh over tmfifo_net0), so
+    the DPU's answers to the module (bfver) come from a DPU-role view of the same card inside the host container
+    (``ARM_VIEW``), given as firmware_bfb_dpu_command. What the test checks is read in the DPU container itself."""
+    from conftest import changed_count, run_playbook
+
+    subprocess.run(["docker", "exec", host, "sh", "-c",
+                    "dpusim --root %s init --profile bluefield3 --role dpu --card-dir %s && dpusim env --root %s"
+                    % (ARM_VIEW, lab_wiring.CARD_MOUNT, ARM_VIEW)], check=True, capture_output=True, timeout=120)
+    bfb = tmp_path / "new.bfb"
+    subprocess.run([str(Path(sys.executable).parent / "dpusim"), "make-image", "--kind", "bfb", "--profile",
+                    "bluefield3", "--version", "2.9.2-31_25.02", "-o", str(bfb)], check=True, capture_output=True,
+                   timeout=60)
+    subprocess.run(["docker", "cp", str(bfb), "%s:/root/new.bfb" % host], check=True, capture_output=True, timeout=60)
+    extra = tmp_path / "bfb.json"
+    extra.write_text(json.dumps({
+        "firmware_bfb_image": "/root/new.bfb", "firmware_bfb_version": NEW_RELEASE,
+        "firmware_bfb_dpu_command": ["env", "DPUSIM_ROOT=" + ARM_VIEW,
+                                     "PATH=%s/bin:/usr/local/bin:/usr/bin:/bin" % ARM_VIEW],
+        "firmware_bfb_poll_interval": 1, "firmware_bfb_ready_timeout": 120,
+        "bluefleet_state_dir": str(tmp_path / "records")}))
+    assert _dpu_release(dpu) == (OLD_RELEASE, OLD_RELEASE)
+
+    first = run_playbook("playbooks/upgrade.yml", inv, "-e", "@%s" % extra)
+    assert _dpu_release(dpu) == (NEW_RELEASE, NEW_RELEASE), "%s: the BFB from %s did not change its OS" % (dpu, host)
+    installs = [e["event_data"] for e in first["events"] if e.get("event") == "runner_on_ok"
+                and e["event_data"].get("task") == "Install the BFB from the host over rshim (the DPU reboots itself)"]
+    assert [(e["host"], e["res"]["changed"]) for e in installs] == [(dpu, True)], installs
+    assert installs[0]["res"]["versions"]["before"]["release"] == OLD_RELEASE
+    assert installs[0]["res"]["versions"]["after"]["release"] == NEW_RELEASE
+    gate = [e["event_data"]["res"] for e in first["events"] if e.get("event") == "runner_on_ok"
+            and e["event_data"].get("task") == "Health gate, read the node again (step 'health gate')"]
+    assert [g["dpu_os"]["release"] for g in gate] == [NEW_RELEASE]  # dpu_info, run in the DPU container
+
+    again = run_playbook("playbooks/upgrade.yml", inv, "-e", "@%s" % extra)
+    assert changed_count(again) == 0, again["stdout"][-3000:]
+    assert _dpu_release(dpu) == (NEW_RELEASE, NEW_RELEASE)
 
 
 @pytest.mark.docker
