@@ -288,7 +288,8 @@ def drift(model: dict, previous: dict | None, previous_dir: str | None) -> dict:
         for check in sorted(set(now) | set(then)):
             a = then.get(check, {}).get("status", "absent")
             b = now.get(check, {}).get("status", "absent")
-            if a != b and check != PLAYBOOK_CHECK:
+            # a check that ran in only one of the two runs (another --stage) is not drift
+            if a != b and check != PLAYBOOK_CHECK and "absent" not in (a, b):
                 out["cells"].append({"host": host, "check": check, "before": a, "after": b})
     before_v = (previous.get("versions") or {}).get("rows", {})
     for host, row in sorted(model["versions"]["rows"].items()):

@@ -1,7 +1,7 @@
 """``bluefleet run``: site.yml (or one stage) through ansible-runner, then the conformance suite and the report.
 
     bluefleet run -i inventories/lab                       # site.yml, facts, suite, report
-    bluefleet run -i inventories/sim --stage preflight     # playbooks/preflight.yml only (then suite + report)
+    bluefleet run -i inventories/sim --stage preflight     # playbooks/preflight.yml, its checks, the report
     bluefleet run -i INV --stage validate                  # the conformance suite alone (and the report)
     bluefleet run -i INV --check --limit 'node1*'          # check mode on some hosts
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bluefleet._collection import collection_root
-from bluefleet.report_model import redact
+from bluefleet.report_model import STAGES, redact
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 SUITE = "tests/validation"
@@ -258,11 +258,21 @@ def gather_facts(root: Path, run_dir: Path, inventory: Path, env: dict, limit: s
     return facts
 
 
-def run_suite(root: Path, run_dir: Path, inventory: Path, env: dict, limit: str | None, out: TextIO) -> int:
+def suite_stages(stage: str) -> str | None:
+    """The checks that judge what a stage did: the stage's own, or every check (site, validate, others)."""
+    if stage in STAGES:
+        return stage
+    return {"upgrade": "firmware", "rollback": "firmware"}.get(stage)
+
+
+def run_suite(root: Path, run_dir: Path, inventory: Path, env: dict, limit: str | None, out: TextIO,
+              stage: str | None = None) -> int:
     cmd = [sys.executable, "-m", "pytest", str(root / SUITE), "--hosts=ansible://%s" % (limit or "all"),
            "--ansible-inventory=%s" % inventory, "--junitxml=%s" % (run_dir / "junit.xml"),
            "--bluefleet-evidence=%s" % (run_dir / "evidence.json"), "-p", "no:cacheprovider", "-q",
            "--rootdir=%s" % root, "-o", "junit_family=xunit2"]
+    if stage:
+        cmd.append("--bluefleet-stages=%s" % stage)
     out.write("validate: %s\n" % " ".join(cmd[1:]))
     out.flush()
     with open(run_dir / "validate.log", "w", encoding="utf-8") as log:
@@ -339,8 +349,9 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     summary["status"] = status
     gather_facts(root, run_dir, inventory, env, args.limit, hosts)
     rc_suite = None
+    summary["suite_stages"] = None if args.no_validate else (suite_stages(args.stage) or "all")
     if not args.no_validate:
-        rc_suite = run_suite(root, run_dir, inventory, env, args.limit, out)
+        rc_suite = run_suite(root, run_dir, inventory, env, args.limit, out, suite_stages(args.stage))
     unreachable = any(s.get("unreachable") for s in (summary.get("stats") or {}).values())
     if unreachable:
         code = EXIT_UNREACHABLE

@@ -163,6 +163,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--bluefleet-evidence", metavar="PATH", default=None,
                      help="write each check's stage, hosts, outcome and the commands it ran (with their output) "
                           "to PATH as JSON, for `bluefleet report`")
+    parser.addoption("--bluefleet-stages", metavar="STAGE[,STAGE...]", default=None,
+                     help="run only the checks of these stages (%s); `bluefleet run --stage S` passes its stage"
+                          % ", ".join(STAGES))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -234,10 +237,20 @@ def _item_hosts(item: pytest.Item) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = config.getoption("bluefleet_stages", None)
+    wanted = [w.strip() for w in wanted.split(",") if w.strip()] if wanted else None
+    if wanted and set(wanted) - set(STAGES):
+        raise pytest.UsageError(f"--bluefleet-stages {','.join(wanted)}: unknown stage; one of {', '.join(STAGES)}")
+    other_stages = []
     for item in items:
         stage = _stage(item)
         if stage:
             item.user_properties.append(("stage", stage))  # lands in --junitxml as a property
+        if wanted and stage not in wanted:
+            other_stages.append(item)
+    if other_stages:
+        config.hook.pytest_deselected(items=other_stages)
+        items[:] = [i for i in items if i not in other_stages]
     keep, dropped = [], []
     for item in items:
         (dropped if item.get_closest_marker(NOT_APPLICABLE) else keep).append(item)
