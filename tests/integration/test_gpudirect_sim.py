@@ -105,3 +105,23 @@ def test_bad_input_fails_clearly_and_writes_nothing(tmp_path):
     assert set(run["stats"].get("failures") or {}) == {"sim01", "sim02"}
     assert _files(state, "sim01") == dict.fromkeys(("peermem_conf", "registered", "nccl_conf", "nccl_env"), False)
     assert not _files(state, "sim02")["nccl_conf"] and not _files(state, "sim02")["nccl_env"]
+
+
+def test_fabric_benchmark_thresholds(fleet):
+    """After the GPUDirect play (nvidia_peermem loaded), ib_write_bw in GPU memory between sim01 (server) and
+    sim02 (client) and all_reduce_perf on each host pass their thresholds; a threshold above the twin's
+    result fails with the measured number and what to check. Without the RoCE play PFC is off: the twin
+    reports the lossy rate (about 110 Gb/s on its 200 G port at MTU 1024)."""
+    inventory, extra, _state = fleet
+    run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
+    ok = run_playbook("playbooks/fabric_benchmark.yml", inventory, "-e", "fabric_benchmark_tcp_port=24117",
+                      "-e", "fabric_benchmark_min_bw_gbps=100", "-e", "fabric_benchmark_min_busbw=300",
+                      "-e", "fabric_benchmark_duration=2")
+    assert "sim02 -> sim01: 109.52 Gb/s average (MTU 1024, GID 1, ToS 104, GPU memory True)" in ok["stdout"]
+    assert "353.5 GB/s bus bandwidth at the largest message" in ok["stdout"]
+    slow = run_playbook("playbooks/fabric_benchmark.yml", inventory, "-e", "fabric_benchmark_tcp_port=24118",
+                        "-e", "fabric_benchmark_min_bw_gbps=150", "-e", "fabric_benchmark_min_busbw=400",
+                        "-e", "fabric_benchmark_duration=2", check=False)
+    assert slow["rc"] != 0
+    assert "average 109.52 Gb/s to sim01 is below min_bw_gbps 150" in slow["stdout"]
+    assert "bus bandwidth 353.50 GB/s at 134217728 bytes is below min_busbw 400" in slow["stdout"]
