@@ -79,13 +79,15 @@ def _ports(where, protocol, ports):
     return [str(low) if low == high else "%d-%d" % (low, high) for low, high in merged]
 
 
-def _group_addresses(where, group, groups, hostvars, address_var):
+def _group_addresses(where, group, groups, hostvars, address_var, unaddressed):
     members = groups.get(group) or []
     if not members:
         _fail("%s: inventory group %r has no hosts: add hosts to it or name another group or CIDR" % (where, group))
     out = []
     for host in members:
         value = (hostvars.get(host) or {}).get(address_var)
+        if value in (None, "") and unaddressed == "skip":
+            continue  # an inventory without addresses (the sim): the member is simply not allowed
         if value in (None, ""):
             _fail("%s: %s (group %s) has no %s: set it in the inventory, or list the peer as a CIDR"
                   % (where, host, group, address_var))
@@ -96,7 +98,7 @@ def _group_addresses(where, group, groups, hostvars, address_var):
     return [ipaddress.ip_network(ip) for ip in out]
 
 
-def _peers(where, peers, groups, hostvars, address_var):
+def _peers(where, peers, groups, hostvars, address_var, unaddressed):
     if not isinstance(peers, list) or not peers:
         _fail("%s: 'peers' must be a non-empty list of CIDRs (10.10.0.0/24), addresses or inventory groups" % where)
     nets = []
@@ -110,7 +112,7 @@ def _peers(where, peers, groups, hostvars, address_var):
         except ValueError as exc:
             problem = str(exc)
         if peer in groups:
-            nets.extend(_group_addresses(where, peer, groups, hostvars, address_var))
+            nets.extend(_group_addresses(where, peer, groups, hostvars, address_var, unaddressed))
         elif re.match(r"^[0-9a-fA-F:.]+(/\d+)?$", peer):
             _fail("%s: peer %r is not a valid CIDR (%s): write the network address, e.g. 10.10.0.0/24"
                   % (where, peer, problem))
@@ -156,7 +158,7 @@ def _rule_lines(rule):
     return to_fabric, to_host
 
 
-def _check_rule(net_name, index, rule, groups, hostvars, address_var):
+def _check_rule(net_name, index, rule, groups, hostvars, address_var, unaddressed):
     where = "network %s, rule %d" % (net_name, index + 1)
     if not isinstance(rule, dict):
         _fail("%s: a rule is a mapping with peers, protocol, ports and direction, got %r" % (where, rule))
@@ -175,7 +177,7 @@ def _check_rule(net_name, index, rule, groups, hostvars, address_var):
     if direction not in DIRECTIONS:
         _fail("%s: unknown direction %r: use one of %s" % (where, direction, ", ".join(DIRECTIONS)))
     ports = _ports(where, protocol, rule.get("ports"))
-    v4, v6 = _peers(where, rule.get("peers"), groups, hostvars, address_var)
+    v4, v6 = _peers(where, rule.get("peers"), groups, hostvars, address_var, unaddressed)
     if protocol == "icmp" and v6:
         _fail("%s: protocol icmp is IPv4; the IPv6 peers %s need a rule with protocol icmpv6" % (where, ", ".join(v6)))
     if protocol == "icmpv6" and v4:
@@ -183,7 +185,7 @@ def _check_rule(net_name, index, rule, groups, hostvars, address_var):
     return {"name": name, "protocol": protocol, "direction": direction, "ports": ports, "v4": v4, "v6": v6}
 
 
-def _check_network(index, net, groups, hostvars, address_var):
+def _check_network(index, net, groups, hostvars, address_var, unaddressed):
     if not isinstance(net, dict):
         _fail("network %d: a network is a mapping (name, host_port, fabric_port, default, rules), got %r"
               % (index + 1, net))
@@ -212,7 +214,7 @@ def _check_network(index, net, groups, hostvars, address_var):
         _fail("network %s: rules must be a list" % name)
     return {"name": name, "host_port": net["host_port"], "fabric_port": net["fabric_port"], "default": default,
             "allow_arp": net.get("allow_arp", True), "allow_ipv6_nd": net.get("allow_ipv6_nd", True),
-            "rules": [_check_rule(name, i, r, groups, hostvars, address_var) for i, r in enumerate(rules)]}
+            "rules": [_check_rule(name, i, r, groups, hostvars, address_var, unaddressed) for i, r in enumerate(rules)]}
 
 
 def _chain(name, device, net, lines):
@@ -229,15 +231,21 @@ def _chain(name, device, net, lines):
 
 
 def firewall_ruleset(networks, groups=None, hostvars=None, address_var="bluefleet_host_overlay_address",
-                     table="bluefleet_firewall"):
-    """Check the policy ``networks`` and return the nft file that applies it (see the module docstring)."""
+                     table="bluefleet_firewall", unaddressed="fail"):
+    """Check the policy ``networks`` and return the nft file that applies it (see the module docstring).
+
+    ``unaddressed``: what a group member without ``address_var`` does: ``fail`` (the default) or ``skip``
+    (it is left out of the rule, which then allows less; for inventories that carry no addresses at all).
+    """
+    if unaddressed not in ("fail", "skip"):
+        _fail("unaddressed %r: use fail or skip" % (unaddressed,))
     groups = dict(groups or {})
     hostvars = hostvars or {}
     if not isinstance(table, str) or not _NAME_RE.match(table):
         _fail("table %r must be lower case letters, digits and _" % (table,))
     if not isinstance(networks, list):
         _fail("the policy must be a list of networks, got %s" % type(networks).__name__)
-    checked = [_check_network(i, n, groups, hostvars, address_var) for i, n in enumerate(networks)]
+    checked = [_check_network(i, n, groups, hostvars, address_var, unaddressed) for i, n in enumerate(networks)]
     seen_names, seen_ports = set(), {}
     for net in checked:
         if net["name"] in seen_names:

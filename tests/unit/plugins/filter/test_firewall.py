@@ -144,6 +144,16 @@ def test_bad_policy_is_refused_naming_the_fix(policy, message):
     assert str(err.value).startswith("firewall_ruleset: ")
 
 
+def test_unaddressed_members_are_left_out_with_skip():
+    text = render(net({"peers": ["dpus", "10.3.0.0/16"], "protocol": "icmp"}, {"peers": ["dpus"], "protocol": "any"}),
+                  unaddressed="skip")
+    assert "ip daddr { 10.3.0.0/16 } ip protocol icmp counter accept" in text
+    assert " counter accept" not in text.replace("ip daddr { 10.3.0.0/16 } ip protocol icmp counter accept", "") \
+        .replace("ip saddr { 10.3.0.0/16 } ip protocol icmp counter accept", "")
+    with pytest.raises(AnsibleFilterError, match="unaddressed 'maybe': use fail or skip"):
+        render(net(), unaddressed="maybe")
+
+
 def test_bad_table_name():
     with pytest.raises(AnsibleFilterError, match="table 'bad-name' must be lower case"):
         render(net(), table="bad-name")

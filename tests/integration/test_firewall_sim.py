@@ -1,0 +1,98 @@
+"""roles/firewall (the firewall play of playbooks/offload.yml) against the sim: the rendered file under each DPU's
+twin root, checked with ``nft -c`` where nft is installed and never loaded (``bluefleet_linux_services: false``),
+the four-times rule, and a bad policy stopped before anything is written.
+
+In the lab the same role loads the file (tests/validation/test_firewall.py checks that it really filters).
+"""
+
+from __future__ import annotations
+
+from conftest import changed_count, make_sim_inventory, run_playbook
+
+PLAYBOOK = "playbooks/offload.yml"
+FIREWALL = ("--tags", "firewall")
+DPUS = ("sim01-dpu", "sim02-dpu")
+RULESET = "etc/nftables.d/bluefleet-firewall.nft"
+
+
+def fleet(tmp_path, addresses=True):
+    """A two-pair sim; with ``addresses`` a second inventory source gives the GPU hosts their overlay address."""
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=2)
+    if addresses:
+        (inventory.parent / "addresses.yml").write_text(
+            "all:\n  hosts:\n    sim01: {bluefleet_host_overlay_address: 10.10.0.1/24}\n"
+            "    sim02: {bluefleet_host_overlay_address: 10.10.0.2/24}\n")
+        return inventory.parent
+    return inventory
+
+
+def root(inventory, host):
+    base = inventory if inventory.is_dir() else inventory.parent
+    return base / "state" / host
+
+
+def files(inventory):
+    out = {}
+    for host in DPUS:
+        for rel in (RULESET, "etc/nftables.conf"):
+            path = root(inventory, host) / rel
+            out[(host, rel)] = path.read_text() if path.exists() else None
+    return out
+
+
+def failures(run):
+    return {e["event_data"]["host"]: e["event_data"]["res"].get("msg", "") for e in run["events"]
+            if e.get("event") == "runner_on_failed"}
+
+
+def test_four_times_rule_writes_the_checked_file_only(tmp_path, collection_link):
+    inventory = fleet(tmp_path)
+    run_playbook(PLAYBOOK, inventory, "--list-hosts")
+    assert set(files(inventory).values()) == {None}
+
+    check = run_playbook(PLAYBOOK, inventory, *FIREWALL, "--check", "--diff")
+    assert set(check["stats"].get("changed") or {}) == set(DPUS)
+    assert set(files(inventory).values()) == {None}, "check mode writes nothing"
+
+    apply = run_playbook(PLAYBOOK, inventory, *FIREWALL)
+    assert set(apply["stats"].get("changed") or {}) == set(DPUS)
+    written = files(inventory)
+    for host in DPUS:
+        text = written[(host, RULESET)]
+        assert text.splitlines()[2:4] == ["table netdev bluefleet_firewall", "delete table netdev bluefleet_firewall"]
+        assert '\t\ttype filter hook egress device "vxlan0" priority filter; policy drop;' in text
+        assert '\t\ttype filter hook egress device "pf0hpf" priority filter; policy drop;' in text
+        assert ('\t\tip daddr { 10.10.0.1/32, 10.10.0.2/32 } tcp dport { 5201 } counter accept '
+                'comment "iperf3 between GPU hosts"') in text
+        assert written[(host, "etc/nftables.conf")] == 'include "/etc/nftables.d/bluefleet-firewall.nft"\n'
+    assert not [e for e in apply["events"] if e.get("event") == "runner_on_ok"
+                and e["event_data"].get("task", "").startswith("Load the ruleset")], "the sim loads nothing"
+
+    again = run_playbook(PLAYBOOK, inventory, *FIREWALL)
+    assert changed_count(again) == 0, again["stdout"][-3000:]
+    check_again = run_playbook(PLAYBOOK, inventory, *FIREWALL, "--check", "--diff")
+    assert changed_count(check_again) == 0, check_again["stdout"][-3000:]
+    assert files(inventory) == written
+
+
+def test_bad_policy_stops_before_anything_is_written(tmp_path, collection_link):
+    inventory = fleet(tmp_path)
+    policy = tmp_path / "policy.yml"
+    policy.write_text("firewall_networks:\n  - name: overlay\n    host_port: pf0hpf\n    fabric_port: vxlan0\n"
+                      "    rules:\n      - {peers: [gpu_hosts, 10.9.0.1/16], protocol: tcp, ports: [22]}\n")
+    run = run_playbook(PLAYBOOK, inventory, *FIREWALL, "-e", "@%s" % policy, check=False)
+    assert run["rc"] != 0
+    for host in DPUS:
+        msg = failures(run)[host]
+        assert "firewall_ruleset: network overlay, rule 1: peer '10.9.0.1/16' is not a valid CIDR" in msg, msg
+    assert set(files(inventory).values()) == {None}
+
+
+def test_inventory_without_addresses_renders_and_says_so(tmp_path, collection_link):
+    inventory = fleet(tmp_path, addresses=False)
+    run = run_playbook(PLAYBOOK, inventory, *FIREWALL)
+    said = [e["event_data"]["res"]["msg"] for e in run["events"] if e.get("event") == "runner_on_ok"
+            and "group peers resolve" in e["event_data"].get("task", "")]
+    assert len(said) == 2 and "no host of the inventory has bluefleet_host_overlay_address" in said[0]
+    text = files(inventory)[("sim01-dpu", RULESET)]
+    assert "ip daddr" not in text and "\t\tcounter drop" in text, "no peer resolved: only the data path passes"
