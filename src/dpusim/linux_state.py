@@ -191,7 +191,7 @@ def netdev_mtu(node: state.Node, name: str) -> int:
     twin = _twin_sysfs_mtu(node, name)
     if twin is not None:
         return twin
-    return int(node.runtime_for(name).get("mtu", BOOT_MTU))
+    return int(_netdev_runtime(node, name).get("mtu", BOOT_MTU))
 
 
 def netdev_mac(node: state.Node, nd: dict[str, Any]) -> str:
@@ -331,13 +331,18 @@ def qos(node: state.Node, name: str) -> dict[str, Any]:
     """mlnx_qos state of a netdev. Boot defaults: ETS as the mlx5 driver initialises it (every TC vendor TSA with
     100 %, priority 0 on TC 1 and priority 1 on TC 0, mlx5e_ets_init); DCBX OS controlled; trust pcp; buffer
     sizes, cable length 7 (fixture-tabs-pcp) are model values."""
-    saved = node.runtime_for(name).get("qos")
+    saved = _netdev_runtime(node, name).get("qos")
     if saved is not None:
         return copy.deepcopy(saved)
     return {"dcbx": "os", "trust": "pcp", "app_table": [], "buffer_size": [262016, 0, 0, 0, 0, 0, 0, 0],
             "max_buffer_size": 2097152, "buffer_error": False, "cable_len": 7, "pfc": [0] * 8,
             "prio2buffer": [0] * 8, "prio_tc": [1, 0, 2, 3, 4, 5, 6, 7], "tsa": ["vendor"] * 8,
             "tc_bw": [100] * 8, "ratelimit": [0] * 8}
+
+
+def _netdev_runtime(node: state.Node, name: str) -> dict[str, Any]:
+    """The runtime dict of a netdev for reading (``node.runtime_for`` would create it: a read must not write)."""
+    return node.runtime.get("netdevs", {}).get(name, {})
 
 
 def set_qos(node: state.Node, name: str, q: dict[str, Any]) -> None:
@@ -399,12 +404,9 @@ def sync_net_sysfs(node: state.Node) -> bool:
         return False
     rt = linux_runtime(node)
     fresh = not rt.get(NET_SYSFS_MARK)
-    base = node.root / "sys" / "class" / "net"
-    if fresh and base.exists():
-        shutil.rmtree(base)
-    wrote = False
+    wrote = False  # only the files named above are rewritten: other sysfs files of a netdev are not ours
     for nd in card_netdevs(node):
-        if fresh or not net_sysfs_dir(node, nd["name"]).exists():
+        if fresh or not (net_sysfs_dir(node, nd["name"]) / "mtu").exists():
             _write_boot_sysfs(node, nd)
             wrote = True
     rt[NET_SYSFS_MARK] = True
