@@ -1,0 +1,133 @@
+"""Stage 4 (playbooks/services.yml) against the twin: DOCA services as static pods of each DPU's kubelet.
+
+Four runs (check, apply, apply, check); then one service's setting changes and only that service's pod is
+recreated; a service is removed; bad input (unknown service, an image tag that is not pinned, a SNAP target
+without an NQN) fails before anything is written. Pods are read with the twin's crictl (JSON, read here with
+the json module only). Two services keep the runs short; the role treats every service alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from conftest import BIN, changed_count, make_sim_inventory, run_playbook
+
+PLAYBOOK = "playbooks/services.yml"
+DPUS = ("sim01-dpu", "sim02-dpu")
+SERVICES = [
+    {"name": "telemetry", "version": "1.16.5-doca2.6.0", "settings": {"prometheus": "http://0.0.0.0:9100"}},
+    {"name": "hbn", "version": "2.4.1-doca2.9.1", "settings": {}},
+]
+
+
+def _vars(tmp_path, name, **values):
+    path = tmp_path / (name + ".json")
+    path.write_text(json.dumps(values))
+    return "-e @%s" % path
+
+
+def _pods(root):
+    env = dict(os.environ, DPUSIM_ROOT=str(root), PATH="%s%s%s" % (root / "bin", os.pathsep, BIN))
+    proc = subprocess.run([str(root / "bin" / "crictl"), "pods", "-o", "json"], capture_output=True, text=True,
+                          env=env, timeout=60, check=True)
+    return {p["metadata"]["name"].rsplit("-sim", 1)[0]: p["id"] for p in json.loads(proc.stdout)["items"]}
+
+
+def _changed_items(run):
+    """(host, service) of every loop item of the deploy / remove tasks that reported a change."""
+    out = set()
+    for event in run["events"]:
+        data = event.get("event_data") or {}
+        res = data.get("res") or {}
+        if event.get("event") == "runner_item_on_ok" and res.get("changed"):
+            name = (res.get("__doca_services_item") or {}).get("name") or res.get("__doca_services_gone")
+            out.add((data.get("host"), name))
+    return out
+
+
+def _files(root):
+    """Every file the role may write under the twin root, with its content."""
+    out = {}
+    for top in ("etc/kubelet.d", "opt", "var/lib/hbn", "etc/firefly", "etc/nvda_snap"):
+        base = root / top
+        for path in sorted(base.rglob("*")) if base.is_dir() else []:
+            if path.is_file():
+                out[str(path.relative_to(root))] = path.read_text()
+    return out
+
+
+def _fleet(directory):
+    inventory = make_sim_inventory(directory / "inventory", nodes=2)
+    return inventory, {dpu: directory / "inventory" / "state" / dpu for dpu in DPUS}
+
+
+@pytest.fixture
+def fleet(tmp_path, collection_link):
+    return _fleet(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def untouched_fleet(tmp_path_factory, collection_link):
+    """One fleet for the bad-input cases: each must leave it as it was (empty)."""
+    return _fleet(tmp_path_factory.mktemp("bad"))
+
+
+def test_four_runs_then_one_service_changes_then_one_goes(tmp_path, fleet):
+    inventory, roots = fleet
+    base = _vars(tmp_path, "base", doca_services_list=SERVICES)
+
+    check = run_playbook(PLAYBOOK, inventory, base, "--check")
+    assert changed_count(check) == 2  # the looped deploy task, once per DPU (stats count tasks)
+    assert all(_pods(r) == {} and _files(r) == {} for r in roots.values())
+
+    first = run_playbook(PLAYBOOK, inventory, base)
+    assert changed_count(first) == 2
+    assert _changed_items(first) == {(d, s["name"]) for d in DPUS for s in SERVICES}
+    pods = {dpu: _pods(r) for dpu, r in roots.items()}
+    assert all(set(p) == {"doca-telemetry-service", "doca-hbn-service"} for p in pods.values()), pods
+    manifest = _files(roots["sim01-dpu"])["etc/kubelet.d/doca_telemetry_standalone.yaml"]
+    assert "nvcr.io/nvidia/doca/doca_telemetry:1.16.5-doca2.6.0" in manifest
+    assert "bluefleet.io/config-hash" in manifest
+
+    again = run_playbook(PLAYBOOK, inventory, base)
+    assert changed_count(again) == 0
+    assert {dpu: _pods(r) for dpu, r in roots.items()} == pods  # restarted nothing
+
+    recheck = run_playbook(PLAYBOOK, inventory, base, "--check")
+    assert changed_count(recheck) == 0
+
+    changed = [dict(SERVICES[0], settings={"prometheus": "http://0.0.0.0:9200"}), SERVICES[1]]
+    run = run_playbook(PLAYBOOK, inventory, _vars(tmp_path, "changed", doca_services_list=changed))
+    assert changed_count(run) == 2  # the deploy task on each DPU; which pod changed is checked below
+    assert _changed_items(run) == {(d, "telemetry") for d in DPUS}
+    for dpu, root in roots.items():
+        now = _pods(root)
+        assert now["doca-hbn-service"] == pods[dpu]["doca-hbn-service"], "%s: hbn was restarted" % dpu
+        assert now["doca-telemetry-service"] != pods[dpu]["doca-telemetry-service"], "%s: telemetry kept" % dpu
+        config = _files(root)["opt/mellanox/doca/services/telemetry/config/dts_config.ini"]
+        assert "prometheus=http://0.0.0.0:9200" in config
+
+    gone = run_playbook(PLAYBOOK, inventory, _vars(tmp_path, "gone", doca_services_list=changed[:1],
+                                                   doca_services_absent=["hbn"]))
+    assert changed_count(gone) == 2  # the remove task on each DPU; telemetry unchanged
+    assert _changed_items(gone) == {(d, "hbn") for d in DPUS}
+    assert all(set(_pods(r)) == {"doca-telemetry-service"} for r in roots.values())
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"doca_services_list": SERVICES + [{"name": "dns", "version": "1.0.0"}]}, "does not know: ['dns']"),
+    ({"doca_services_list": [SERVICES[0], dict(SERVICES[1], version="latest")]}, "tag 'latest' is not pinned"),
+    ({"doca_services_list": SERVICES + [{"name": "snap", "version": "4.5.0-doca2.9.0"}],
+      "doca_services_snap_targets": [{"name": "nvme0", "address": "192.0.2.10"}]}, "SNAP targets without"),
+])
+def test_bad_input_deploys_nothing(tmp_path, untouched_fleet, values, message):
+    inventory, roots = untouched_fleet
+    run = run_playbook(PLAYBOOK, inventory, _vars(tmp_path, "bad", **values), check=False)
+    assert run["rc"] != 0
+    assert message in run["stdout"], run["stdout"][-3000:]
+    assert "nothing was deployed" in run["stdout"] or "configure DOCA service" in run["stdout"]
+    for root in roots.values():
+        assert _files(root) == {} and _pods(root) == {}
