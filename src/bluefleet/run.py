@@ -342,16 +342,22 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         if args.check:
             cmdline += ["--check", "--diff"]
         view = LiveView(out, len(hosts), args.stage)
+        phase = time.monotonic()
         result = run_playbook(root, run_dir / "runner", playbook, inventory, env, args.limit, cmdline, view)
+        summary["seconds_playbook"] = round(time.monotonic() - phase, 1)
         status, rc_playbook = result.status, result.rc
         summary["stats"] = per_host_stats(result.stats)
         summary["task_failures"] = view.failures
     summary["status"] = status
+    phase = time.monotonic()
     gather_facts(root, run_dir, inventory, env, args.limit, hosts)
+    summary["seconds_facts"] = round(time.monotonic() - phase, 1)
     rc_suite = None
     summary["suite_stages"] = None if args.no_validate else (suite_stages(args.stage) or "all")
     if not args.no_validate:
+        phase = time.monotonic()
         rc_suite = run_suite(root, run_dir, inventory, env, args.limit, out, suite_stages(args.stage))
+        summary["seconds_suite"] = round(time.monotonic() - phase, 1)
     unreachable = any(s.get("unreachable") for s in (summary.get("stats") or {}).values())
     if unreachable:
         code = EXIT_UNREACHABLE
