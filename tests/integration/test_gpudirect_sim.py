@@ -112,8 +112,9 @@ def test_fabric_benchmark_thresholds(fleet):
     sim02 (client) and all_reduce_perf on each host pass their thresholds; a threshold above the twin's
     result fails with the measured number and what to check. Without the RoCE play PFC is off: the twin
     reports the lossy rate (about 110 Gb/s on its 200 G port at MTU 1024)."""
-    inventory, extra, _state = fleet
-    run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
+    inventory, extra, state = fleet
+    if not all(_files(state, host)["registered"] for host in HOSTS):  # not left so by the test before
+        run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
     ok = run_playbook("playbooks/fabric_benchmark.yml", inventory, "-e", "fabric_benchmark_tcp_port=24117",
                       "-e", "fabric_benchmark_min_bw_gbps=100", "-e", "fabric_benchmark_min_busbw=300",
                       "-e", "fabric_benchmark_duration=2")
