@@ -126,6 +126,13 @@ TWIN_VARS: dict[str, object] = {
     "firmware_reboot_command": ["dpusim", "reboot"],
 }
 
+# The lab's IPsec pre-shared key: made once per lab by Ansible's password lookup (48 random letters/digits,
+# file mode 0600) next to the inventory, under .state/ (git-ignored for inventories/lab), and read back on
+# every run, so both DPUs and every later run see the same key. A real inventory vaults ipsec_psk instead.
+LAB_PSK = ("{{ lookup('ansible.builtin.password', inventory_dir ~ '/.state/' ~ bluefleet_lab_prefix ~ "
+           "'-ipsec-psk', length=48, chars=['ascii_letters', 'digits']) }}")
+
+
 def host_vars(topo: Topology) -> dict[str, dict[str, object]]:
     """Pairing and addressing variables, as DESIGN.md names them (also the source of molecule/default's
     host_vars)."""
@@ -151,6 +158,7 @@ def inventory(topo: Topology) -> dict[str, object]:
                 "ansible_connection": "community.docker.docker",
                 "ansible_python_interpreter": "/usr/bin/python3",
                 "bluefleet_lab_prefix": topo.prefix,
+                "ipsec_psk": LAB_PSK,
                 **TWIN_VARS,
             },
             "children": {
