@@ -1,0 +1,126 @@
+"""playbooks/offload.yml, the card's part (tag switchdev), against the simulated fleet.
+
+IPSEC_FULL_OFFLOAD in each DPU's mlnx-bf.conf with one driver restart only when it changed, then the eswitch mode.
+Four runs (check, apply, apply, check); the twin's state proves what happened: the file, the loaded driver's
+mode (``compat/devlink/ipsec_mode`` the twin renders), the restart counter, ``devlink dev eswitch show``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from conftest import changed_count, make_sim_inventory, run_playbook, twin_state
+
+PLAYBOOK = "playbooks/offload.yml"
+DPUS = ("sim01-dpu", "sim02-dpu")
+NO = 'IPSEC_FULL_OFFLOAD="no"'
+YES = 'IPSEC_FULL_OFFLOAD="yes"'
+
+
+def root_of(inventory, host):
+    return inventory.parent / "state" / host
+
+
+def conf(inventory, host):
+    return (root_of(inventory, host) / "etc/mellanox/mlnx-bf.conf").read_text()
+
+
+def driver_mode(inventory, host):
+    root = root_of(inventory, host)
+    return {uplink: (root / "sys/class/net" / uplink / "compat/devlink/ipsec_mode").read_text().strip()
+            for uplink in ("p0", "p1")}
+
+
+def restarts(inventory, host):
+    return twin_state(root_of(inventory, host))["node"].get("linux", {}).get("driver_restarts", 0)
+
+
+def twin(inventory, host, *argv):
+    root = root_of(inventory, host)
+    env = dict(os.environ, DPUSIM_ROOT=str(root))
+    proc = subprocess.run([str(root / "bin" / argv[0]), *argv[1:]], env=env, capture_output=True, text=True,
+                          check=True, timeout=60)
+    return proc.stdout
+
+
+def eswitch_modes(inventory, host):
+    data = json.loads(twin(inventory, host, "devlink", "-j", "dev", "eswitch", "show"))
+    return {handle: attrs["mode"] for handle, attrs in data["dev"].items()}
+
+
+def task_changed(run, task_name):
+    """Hosts on which the task of that name reported a change (runner_on_ok events)."""
+    hosts = set()
+    for event in run["events"]:
+        data = event.get("event_data", {})
+        if event.get("event") == "runner_on_ok" and data.get("task") == task_name and data["res"].get("changed"):
+            hosts.add(data["host"])
+    return hosts
+
+
+def test_bad_input_then_four_runs_restart_the_driver_once_and_only_when_changed(tmp_path, collection_link):
+    inventory = make_sim_inventory(tmp_path / "inv", nodes=2)
+    extra = tmp_path / "netdevs.yml"
+    extra.write_text("switchdev_netdevs: [p0, ens9]\n")
+    bad = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev", "-e", "@%s" % extra, check=False)
+    assert bad["rc"] != 0
+    assert "netdev 'ens9' is not a port of any devlink device" in bad["stdout"]
+    for host in DPUS:
+        assert NO in conf(inventory, host), "bad input: the file is untouched"
+        assert restarts(inventory, host) == 0
+
+    check = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev", "--check", "--diff")
+    assert task_changed(check, "Set IPSEC_FULL_OFFLOAD in mlnx-bf.conf") == set(DPUS)
+    assert task_changed(check, "Restart mlx5 driver") == set()
+    for host in DPUS:
+        assert NO in conf(inventory, host), "check mode leaves the file alone"
+        assert driver_mode(inventory, host) == {"p0": "none", "p1": "none"}
+        assert restarts(inventory, host) == 0
+    assert "+" + YES in check["stdout"], "--diff shows the line that would change"
+
+    apply = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev")
+    assert changed_count(apply) == 4, "per DPU: the file and the driver restart"
+    assert task_changed(apply, "Restart mlx5 driver") == set(DPUS)
+    for host in DPUS:
+        text = conf(inventory, host)
+        assert YES in text and 'ENABLE_ESWITCH_MULTIPORT="yes"' in text, "the rest of the file is kept"
+        assert driver_mode(inventory, host) == {"p0": "full", "p1": "full"}
+        assert restarts(inventory, host) == 1
+        assert set(eswitch_modes(inventory, host).values()) == {"switchdev"}
+
+    again = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev")
+    assert changed_count(again) == 0, again["stdout"][-3000:]
+    check2 = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev", "--check", "--diff")
+    assert changed_count(check2) == 0
+    assert [restarts(inventory, host) for host in DPUS] == [1, 1], "no restart when nothing changed"
+
+
+def test_hand_edit_pending_then_legacy_and_back(tmp_path, collection_link):
+    inventory = make_sim_inventory(tmp_path / "inv", nodes=1)
+    host = "sim01-dpu"
+    legacy = ("-e", "switchdev_mode=legacy", "--tags", "switchdev")
+    check = run_playbook(PLAYBOOK, inventory, *legacy, "--check")  # also creates the twin roots
+    assert task_changed(check, "Set the eswitch mode of each uplink's device") == {host}
+    assert set(eswitch_modes(inventory, host).values()) == {"switchdev"}, "check mode changes nothing"
+
+    # The file says yes, the driver has not been restarted: the twin keeps running the old value.
+    path = root_of(inventory, host) / "etc/mellanox/mlnx-bf.conf"
+    path.write_text(path.read_text().replace(NO, YES))
+    assert "restart pending" in twin(inventory, host, "openibd", "status")
+    assert driver_mode(inventory, host) == {"p0": "none", "p1": "none"}
+
+    run = run_playbook(PLAYBOOK, inventory, *legacy)
+    assert task_changed(run, "Set IPSEC_FULL_OFFLOAD in mlnx-bf.conf") == {host}, "file right, driver not: change"
+    assert task_changed(run, "Restart mlx5 driver") == {host}
+    assert driver_mode(inventory, host) == {"p0": "full", "p1": "full"}
+    assert eswitch_modes(inventory, host) == {"pci/0000:03:00.0": "legacy", "pci/0000:03:00.1": "legacy"}
+    ports = json.loads(twin(inventory, host, "devlink", "-j", "port", "show"))["port"]
+    assert {p.get("flavour") for p in ports.values()} == {"physical"}, "legacy: no representors"
+    assert changed_count(run_playbook(PLAYBOOK, inventory, *legacy)) == 0
+
+    back = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev")
+    assert changed_count(back) == 1, "only the eswitch changes"
+    assert set(eswitch_modes(inventory, host).values()) == {"switchdev"}
+    assert restarts(inventory, host) == 1, "an eswitch change needs no driver restart"
