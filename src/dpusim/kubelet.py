@@ -35,8 +35,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dpusim import state
 
 ENV_DIR = "DPUSIM_KUBELET_DIR"
@@ -70,6 +68,12 @@ def _state(node: state.Node) -> dict[str, Any]:
 
 
 def _load_manifest(path: Path) -> tuple[dict[str, Any] | None, str]:
+    # PyYAML is imported here, not at the top: every twin tool imports this module through crictl, and the
+    # lab's GPU-host image has no PyYAML (only the DPU image, which runs the kubelet, needs it).
+    try:
+        import yaml
+    except ImportError:
+        return None, "cannot read %s: the twin's kubelet needs PyYAML (python3-yaml)" % path
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
