@@ -10,8 +10,15 @@ Bracketed names such as ``[ConnectX-4 Virtual Function]`` are part of the descri
 ``[xxxx:xxxx]`` (hex) is read as the ids.
 
 Indented lines after a device (``-v``/``-vv``/``-k``) are read for a few useful facts (Subsystem,
-Physical Slot, NUMA node, Kernel driver in use, Kernel modules, the Vital Product Data); the rest
-of them are ignored.
+Physical Slot, NUMA node, Kernel driver in use, Kernel modules, the Vital Product Data, and the Access
+Control Services capability); the rest of them are ignored.
+
+ACS (``-vv``): pciutils ls-ecaps.c ``cap_acs`` prints ``Capabilities: [OFF vN] Access Control Services``, then
+``\t\tACSCap:\t`` and ``\t\tACSCtl:\t`` followed by ``SrcValid TransBlk ReqRedir CmpltRedir UpstreamFwd
+EgressCtrl DirectTrans``, each with ``+`` or ``-`` (sample: an lspci -vvvs excerpt on the linux-pci list,
+fixture lspci/lkml-lspci-vvv-acs-root-ports). ``acs`` = ``{"offset", "cap", "ctl", "ctl_word"}``: flags as
+booleans and ``ctl_word`` the ACS Control register those flags make (bit 0 SrcValid ... bit 6 DirectTrans,
+PCIe base spec), i.e. what ``setpci -s SLOT ECAP_ACS+6.w`` reads.
 Empty text is no devices (``lspci | grep`` that matched nothing).
 """
 
@@ -33,6 +40,9 @@ _LINE_RE = re.compile(
 _IDS_RE = re.compile(r"\s*\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\]")
 _REV_RE = re.compile(r"\s*\(rev (?P<rev>[0-9a-fA-F]+)\)")
 _PROGIF_RE = re.compile(r"\s*\(prog-if (?P<progif>[0-9a-fA-F]+)(?:\s*\[[^\]]*\])?\)")
+_ACS_CAP_RE = re.compile(r"^Capabilities: \[(?P<offset>[0-9a-fA-F]+)(?: v\d+)?\] Access Control Services")
+_ACS_FLAGS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
+_ACS_FLAG_RE = re.compile(r"(?P<name>[A-Za-z]+)(?P<sign>[+-])")
 _VPD_RE = re.compile(r"^\[(?P<code>[A-Z0-9]{2})\]\s*(?P<label>[^:]*):\s*(?P<value>.*)$")
 
 
@@ -67,8 +77,27 @@ def _device(match):
     }
 
 
+def _acs_flags(value, line):
+    found = {m.group("name"): m.group("sign") == "+" for m in _ACS_FLAG_RE.finditer(value)}
+    if set(found) != set(_ACS_FLAGS):
+        raise ParseError(KIND, "an ACS line must give +/- for %s" % ", ".join(_ACS_FLAGS), 0, line)
+    return {name: found[name] for name in _ACS_FLAGS}
+
+
 def _detail(device, line):
     """One indented line of ``lspci -v/-vv`` for ``device``."""
+    acs = _ACS_CAP_RE.match(line)
+    if acs:
+        device["acs"] = {"offset": acs.group("offset").lower(), "cap": None, "ctl": None, "ctl_word": None}
+        return
+    if line.startswith(("ACSCap:", "ACSCtl:")) and "acs" in device:
+        flags = _acs_flags(line.split(":", 1)[1], line)
+        if line.startswith("ACSCap:"):
+            device["acs"]["cap"] = flags
+        else:
+            device["acs"]["ctl"] = flags
+            device["acs"]["ctl_word"] = sum(1 << i for i, name in enumerate(_ACS_FLAGS) if flags[name])
+        return
     vpd = _VPD_RE.match(line)
     if vpd:
         device.setdefault("vpd", {})[vpd.group("code")] = vpd.group("value").strip()
