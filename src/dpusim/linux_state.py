@@ -510,6 +510,41 @@ def sync_sysfs(node: state.Node) -> None:
         peermem_sysfs(node).unlink()
 
 
+# ----------------------------------------------------------------------------------------------- PCIe ACS
+
+# A GPU host's PCIe switch downstream ports, one above each GPU and each card (bus of the endpoint - 1, device 0);
+# model values. ACS capability and the boot value of ACS Control as the root ports of the fixture
+# lspci/lkml-lspci-vvv-acs-root-ports show them (ACSCap SrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+
+# EgressCtrl- DirectTrans+; ACSCtl SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+, firmware enabled). ACS Control is
+# runtime state: a reboot restores the firmware value (node.runtime).
+ACS_CAP_WORD = 0x5F
+ACS_CTL_BOOT = 0x1D
+ACS_OFFSET = "2a0"
+BRIDGE_LSPCI = ("PCI bridge", "0604", "Broadcom / LSI", "1000", "PEX890xx PCIe Gen 5 Switch", "c030", "b0")
+
+
+def pcie_bridges(node: state.Node) -> list[dict[str, Any]]:
+    """The bridges above the host's GPUs and cards: ``{"address", "below"}`` (below: the endpoint's address)."""
+    if node.role != "host":
+        return []
+    endpoints = ["0000:" + g["bus_id"][9:].lower() for g in gpus(node)]
+    for card in node.cards:
+        endpoints.append(node.card_entry(card)["functions"][0]["pci"])
+    out = []
+    for ep in endpoints:
+        domain, bus = ep.split(":")[0], int(ep.split(":")[1], 16)
+        out.append({"address": "%s:%02x:00.0" % (domain, bus - 1), "below": ep})
+    return out
+
+
+def acs_ctl(node: state.Node, address: str) -> int:
+    return int(linux_runtime(node).get("acs", {}).get(address, ACS_CTL_BOOT))
+
+
+def set_acs_ctl(node: state.Node, address: str, word: int) -> None:
+    linux_runtime(node).setdefault("acs", {})[address] = word & 0xFFFF
+
+
 # ----------------------------------------------------------------------------------------------- GPUs
 
 def configure_gpus(node: state.Node, count: int, driver_version: str | None = None,

@@ -2,7 +2,8 @@
 and pass everything else to the real tool found later on PATH.
 
 - ``lspci`` (no option, ``-D``, ``-n``, ``-nn``, ``-s SLOT``): the twin's functions merged (by address) with the
-  real tool's lines; other options go to the real lspci unchanged.
+  real tool's lines; ``-vv`` / ``-vvv`` (with ``-D``, ``-s``): the twin's functions and PCIe bridges with their ACS
+  capability only (tools/pcie.py); other options go to the real lspci unchanged.
 - ``lsmod``: the twin's modules (mlx5 stack on a node with a card; nvidia stack on a GPU host; nvidia_peermem
   when loaded) followed by the real modules.
 - ``modprobe [-q] [-r] nvidia_peermem|nvidia-peermem``: loads/unloads it in the twin state (runtime: a reboot
@@ -18,6 +19,7 @@ import subprocess
 from dpusim import linux_state as ls
 from dpusim import state, tool
 from dpusim.render import system as render
+from dpusim.tools import pcie
 from dpusim.tools._common import ToolExit, check_arm_up, emit, run_tool, visible_cards
 
 NAMES = ("lspci", "lsmod", "modprobe")
@@ -64,12 +66,14 @@ def _real_lines(name: str, argv: list[str]) -> list[str]:
 
 
 def _lspci(node: state.Node, argv: list[str]) -> int:
-    domain = numeric = 0
+    domain = numeric = verbose = 0
     slot = None
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg == "-D":
+        if arg in ("-vv", "-vvv"):
+            verbose = len(arg) - 1
+        elif arg == "-D":
             domain = 1
         elif arg == "-n":
             numeric = 1
@@ -82,6 +86,18 @@ def _lspci(node: state.Node, argv: list[str]) -> int:
             return tool.passthrough("lspci", argv)
         i += 1
     fns = _functions(node)
+    if verbose:
+        # -vv / -vvv: the twin's devices and PCIe bridges only (ACS, tools/pcie.py); the real devices of this
+        # machine are not merged in, so nothing acts on them by mistake
+        if numeric:
+            return tool.passthrough("lspci", argv)
+        text = pcie.lspci_vv(node, fns, bool(domain))
+        if slot is not None:
+            want = (slot if slot.count(":") == 2 else "0000:" + slot).lower()
+            text = "".join(b + "\n\n" for b in text.split("\n\n") if b.strip() and
+                           ("0000:" + b if not domain else b).startswith(want))
+        emit(text)
+        return 0
     if slot is not None:
         want = slot if slot.count(":") == 2 else "0000:" + slot
         fns = [f for f in fns if f["address"] == want.lower()]
