@@ -1,0 +1,237 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: pci_acs
+short_description: Disable PCIe Access Control Services on the bridges between GPUs and NICs, and keep it so at boot
+version_added: 0.1.0
+description:
+  - GPUDirect RDMA (GPU to NIC peer-to-peer) goes through the PCIe bridges between the GPU and the NIC. With ACS
+    redirection on, those transfers are sent up to the root complex, which slows them down or stops them; NCCL's
+    troubleshooting guide asks for ACS off on bare-metal systems.
+  - Reads every bridge's ACS Control (C(lspci -D -vvv), the C(ACSCtl) line), writes C(0000) with
+    C(setpci -s SLOT ECAP_ACS+6.w=0000) on each bridge where it is not zero, reads again and fails unless all are
+    zero.
+  - The register is reset by every reboot. With O(persist=true) the module writes a systemd unit
+    (C(/etc/systemd/system/bluefleet-pci-acs.service)) that runs the same C(setpci) commands at boot; enabling the
+    unit is left to the caller (the role does it with systemd).
+  - O(bridges) limits the change to the named bridges; naming a device that is not a bridge with ACS fails before
+    anything changes.
+author:
+  - bluefleet developers (!UNKNOWN)
+options:
+  bridges:
+    description: Bridges to manage (C(0000:17:00.0) or C(17:00.0)). Empty means every PCI bridge with ACS.
+    type: list
+    elements: str
+    default: []
+  persist:
+    description: Write the systemd unit that disables ACS on these bridges at boot.
+    type: bool
+    default: true
+  setpci_path:
+    description: The path of setpci in the unit's C(ExecStart) lines.
+    type: path
+    default: /usr/bin/setpci
+  fs_root:
+    description: Directory that stands for C(/) when the module writes the unit. Leave it at C(/) on real machines.
+    type: path
+    default: /
+  timeout:
+    description: Seconds each command may run before it is stopped and the task fails.
+    type: int
+    default: 60
+attributes:
+  check_mode:
+    description: Reads and reports the bridges it would change and the unit it would write; changes nothing.
+    support: full
+  diff_mode:
+    description: ACS Control per bridge and the unit file, before and after.
+    support: full
+  platform:
+    description: Linux GPU hosts with pciutils.
+    platforms: posix
+    support: full
+notes:
+  - Run it as root; the change takes effect at once (RV(reset_required) is C(none)).
+seealso:
+  - module: bluefleet.dpu.peermem
+"""
+
+EXAMPLES = r"""
+- name: ACS off on every bridge, also after a reboot
+  bluefleet.dpu.pci_acs:
+
+- name: Only the two switch ports above GPU0 and its NIC
+  bluefleet.dpu.pci_acs:
+    bridges: ["0000:17:00.0", "0000:e1:00.0"]
+"""
+
+RETURN = r"""
+changed:
+  description: Whether a bridge was written or the unit file changed.
+  returned: always
+  type: bool
+bridges:
+  description: Bridge address -> ACS Control word after the run (4 hex digits, C(0000) is off).
+  returned: always
+  type: dict
+  sample: {"0000:17:00.0": "0000"}
+changed_bridges:
+  description: Bridges written (or that would be in check mode).
+  returned: always
+  type: list
+  elements: str
+unit_path:
+  description: The systemd unit written (null without O(persist)).
+  returned: always
+  type: str
+reset_required:
+  description: Always C(none).
+  returned: always
+  type: str
+diff:
+  description: Before and after (diff mode).
+  returned: when changed
+  type: dict
+cmd:
+  description: Every command run, as argv lists, in order.
+  returned: always
+  type: list
+  elements: list
+tool_version:
+  description: First line of C(lspci --version), or null.
+  returned: always
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils._lspci import parse_lspci
+from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    fs_root_spec,
+    parse_output,
+    run_module,
+    run_tool,
+    timeout_spec,
+)
+
+UNIT = ("etc", "systemd", "system", "bluefleet-pci-acs.service")
+REGISTER = "ECAP_ACS+6.w"
+
+
+def _slot(text):
+    text = text.strip().lower()
+    return text if text.count(":") == 2 else "0000:" + text
+
+
+def read_acs(runner):
+    what = "read the ACS control of the PCI bridges with lspci -D -vvv"
+    devices = parse_output(parse_lspci, run_tool(runner, ["lspci", "-D", "-vvv"], what), what)["devices"]
+    return {_slot(d["slot"]): d for d in devices}
+
+
+def unit_text(slots, setpci):
+    lines = ["# Managed by bluefleet.dpu.pci_acs: PCIe ACS off on the bridges between GPUs and NICs (GPUDirect RDMA)",
+             "[Unit]", "Description=Disable PCIe ACS on the GPU and NIC bridges", "After=sysinit.target", "",
+             "[Service]", "Type=oneshot", "RemainAfterExit=yes"]
+    lines += ["ExecStart=%s -s %s %s=0000" % (setpci, slot, REGISTER) for slot in slots]
+    lines += ["", "[Install]", "WantedBy=multi-user.target"]
+    return "\n".join(lines) + "\n"
+
+
+def _read_file(path):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ToolError("read %s failed: %s" % (path, exc)) from exc
+
+
+def _write_file(path, text):
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".bluefleet-tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ToolError("write %s failed: %s" % (path, exc)) from exc
+
+
+def targets(devices, wanted):
+    with_acs = {s: d for s, d in devices.items() if d.get("acs") and d["acs"].get("ctl") is not None}
+    bridges = {s: d for s, d in with_acs.items() if d["class"] == "PCI bridge"}
+    if not wanted:
+        return sorted(bridges)
+    out = []
+    for name in wanted:
+        slot = _slot(name)
+        if slot not in devices:
+            raise ToolError("disable PCIe ACS failed: %s is not a PCI device of this host (bridges with ACS: %s)"
+                            % (name, ", ".join(sorted(bridges)) or "none"))
+        if slot not in bridges:
+            raise ToolError("disable PCIe ACS failed: %s (%s) is not a PCI bridge with ACS"
+                            % (name, devices[slot]["class"]))
+        out.append(slot)
+    return sorted(set(out))
+
+
+def run_acs(runner, params, check_mode):
+    devices = read_acs(runner)
+    slots = targets(devices, params["bridges"])
+    before = {s: "%04x" % devices[s]["acs"]["ctl_word"] for s in slots}
+    to_write = [s for s in slots if before[s] != "0000"]
+    unit_path = os.path.join(params["fs_root"], *UNIT) if params["persist"] else None
+    unit_before = _read_file(unit_path) if unit_path else None
+    unit_after = unit_text(slots, params["setpci_path"]) if unit_path else None
+    unit_change = unit_path is not None and unit_before != unit_after
+    after = before
+    if (to_write or unit_change) and not check_mode:
+        for slot in to_write:
+            run_tool(runner, ["setpci", "-s", slot, "%s=0000" % REGISTER],
+                     "disable PCIe ACS on %s with setpci" % slot, hint="; run it as root on the GPU host")
+        if unit_change:
+            _write_file(unit_path, unit_after)
+        devices = read_acs(runner)
+        after = {s: "%04x" % devices[s]["acs"]["ctl_word"] for s in slots if devices.get(s, {}).get("acs")}
+        left = sorted(s for s in slots if after.get(s) != "0000")
+        if left:
+            raise ToolError("disable PCIe ACS failed: ACS control still on after setpci on %s (%s)"
+                            % (", ".join(left), ", ".join("%s=%s" % (s, after.get(s)) for s in left)))
+    wanted_view = dict.fromkeys(slots, "0000")
+    diff = make_diff({"acs_ctl": before, "unit": unit_before or ""},
+                     {"acs_ctl": wanted_view, "unit": unit_after if unit_path else ""})
+    return {"changed": bool(to_write or unit_change), "bridges": after if not check_mode else before,
+            "changed_bridges": to_write, "unit_path": unit_path, "reset_required": "none", "diff": diff}
+
+
+def argument_spec():
+    return {
+        "bridges": {"type": "list", "elements": "str", "default": []},
+        "persist": {"type": "bool", "default": True},
+        "setpci_path": {"type": "path", "default": "/usr/bin/setpci"},
+        "fs_root": fs_root_spec(),
+        "timeout": timeout_spec(60),
+    }
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_module(module, "disable PCIe ACS", ToolRunner,
+               lambda runner: run_acs(runner, module.params, module.check_mode),
+               lambda result: ["lspci", "--version"])
+
+
+if __name__ == "__main__":
+    main()
