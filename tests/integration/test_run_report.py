@@ -8,10 +8,11 @@ the first run), and a pair on a closed ssh port (exit 3).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
-from conftest import BIN, ansible_env, make_sim_inventory
+from conftest import BIN, ansible_env, make_sim_inventory, run_playbook
 
 
 def bluefleet_run(*args: str, cwd) -> subprocess.CompletedProcess:
@@ -76,6 +77,22 @@ def test_broken_card_fails_the_cell_and_shows_drift(fleet, collection_link):
     md = (second / "report.md").read_text()
     assert "| sim01-dpu | test_mst_shows_card | failed |" in md
     assert "sim01-dpu `test_mst_shows_card`: passed -> failed" in md
+
+
+def test_validate_playbook_fails_on_the_broken_card(fleet, collection_link):
+    """playbooks/validate.yml (site.yml stage 7) runs the same suite and fails with the check's message;
+    bluefleet_validate=false turns it off (Molecule, bluefleet run)."""
+    dpu_root = fleet["inventory"].parent / "state" / "sim01-dpu"
+    state = subprocess.run([str(BIN / "dpusim"), "--root", str(dpu_root), "fault", "list"], capture_output=True,
+                           text=True, check=True, timeout=60).stdout
+    assert re.search(r"^on\s+device_missing", state, re.M), "needs test_broken_card_fails_the_cell_and_shows_drift"
+    run = run_playbook("playbooks/validate.yml", fleet["inventory"], "-e", "validate_stages=preflight",
+                       check=False)
+    assert run["rc"] != 0
+    assert "FAILED tests/validation/test_wiring.py::test_mst_shows_card[sim01-dpu]" in run["stdout"]
+    assert "the conformance suite failed" in run["stdout"]
+    off = run_playbook("playbooks/validate.yml", fleet["inventory"], "-e", "bluefleet_validate=false")
+    assert off["stats"].get("skipped", {}).get("localhost") == 3
 
 
 def test_unreachable_hosts_exit_3(fleet, collection_link):

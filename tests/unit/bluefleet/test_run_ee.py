@@ -20,7 +20,7 @@ def pins() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     out = {}
     for spec in project["dependencies"] + project["optional-dependencies"]["dev"]:
-        name, _, version = spec.partition("==")
+        name, version = (spec.split("==", 1) + [""])[:2]
         out[name.split("[")[0].lower()] = version
     return out
 
@@ -33,7 +33,7 @@ def test_ee_pins_match_pyproject():
     assert deps["ansible_runner"]["package_pip"] == "ansible-runner==%s" % project["ansible-runner"]
     for line in (ROOT / deps["python"]).read_text().splitlines():
         if line.strip() and not line.startswith("#"):
-            name, _, version = line.partition("==")
+            name, version = (line.split("==", 1) + [""])[:2]
             assert project.get(name.lower()) == version, "%s: pin %s, pyproject.toml has %s" % (
                 line, version, project.get(name.lower()))
 
