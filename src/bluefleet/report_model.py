@@ -31,7 +31,7 @@ SECRET_NAME = re.compile(r"password|passwd|passphrase|psk|secret|key|hash|token"
 # `name = value` / `name: value` in command output whose name says secret.
 SECRET_TEXT = re.compile(
     r"(?im)(\b[\w.-]*(?:password|passwd|passphrase|psk|secret|key|hash|token)[\w.-]*\b[ \t]*[:=][ \t]*)"
-    r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s,;}]+)")
+    r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s,;}\"'<>]+)")
 
 STATUS_ORDER = ("error", "failed", "unreachable", "skipped", "changed", "passed", "absent")
 

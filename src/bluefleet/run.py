@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bluefleet._collection import collection_root
-from bluefleet.report_model import STAGES, redact
+from bluefleet.report_model import REDACTED, SECRET_TEXT, STAGES, redact
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 SUITE = "tests/validation"
@@ -258,6 +258,20 @@ def gather_facts(root: Path, run_dir: Path, inventory: Path, env: dict, limit: s
     return facts
 
 
+def redact_suite_files(run_dir: Path) -> None:
+    """The suite writes command output as it was printed: hide secrets in its files before anything
+    (a CI artifact upload, the report) reads them."""
+    evidence = run_dir / "evidence.json"
+    if evidence.is_file():
+        data = json.loads(evidence.read_text(encoding="utf-8"))
+        evidence.write_text(json.dumps(redact(data), indent=1) + "\n", encoding="utf-8")
+    for name in ("junit.xml", "validate.log"):
+        path = run_dir / name
+        if path.is_file():
+            path.write_text(SECRET_TEXT.sub(lambda m: m.group(1) + REDACTED, path.read_text(encoding="utf-8")),
+                            encoding="utf-8")
+
+
 def suite_stages(stage: str) -> str | None:
     """The checks that judge what a stage did: the stage's own, or every check (site, validate, others)."""
     if stage in STAGES:
@@ -277,6 +291,7 @@ def run_suite(root: Path, run_dir: Path, inventory: Path, env: dict, limit: str 
     out.flush()
     with open(run_dir / "validate.log", "w", encoding="utf-8") as log:
         proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root), check=False)
+    redact_suite_files(run_dir)
     tail = (run_dir / "validate.log").read_text(encoding="utf-8").strip().splitlines()[-1:]
     out.write("validate: rc=%d %s\n" % (proc.returncode, tail[0] if tail else ""))
     return proc.returncode

@@ -149,3 +149,16 @@ def test_facts_play_is_valid_yaml_with_named_tasks():
 @pytest.mark.parametrize("argv", [["-i"], ["--stage", "preflight"]])
 def test_argparse_errors_are_exit_2(argv, capsys):
     assert run.main(argv) == 2
+
+
+def test_suite_files_are_redacted_in_place(tmp_path):
+    (tmp_path / "evidence.json").write_text(json.dumps({"checks": [{"commands": [
+        {"command": "swanctl --list-conns", "stdout": "secret = abc123\n", "stderr": ""}]}]}))
+    (tmp_path / "junit.xml").write_text('<testsuite><testcase><failure message="psk: abc123">psk = abc123'
+                                        "</failure></testcase></testsuite>")
+    (tmp_path / "validate.log").write_text("E   password=abc123\n1 failed\n")
+    run.redact_suite_files(tmp_path)
+    for name in ("evidence.json", "junit.xml", "validate.log"):
+        text = (tmp_path / name).read_text()
+        assert "abc123" not in text and "********" in text, name
+    assert "<testsuite><testcase><failure" in (tmp_path / "junit.xml").read_text()  # still XML
