@@ -2,9 +2,10 @@
 
 The RoCE fact is given as an extra variable (the RoCE play is not run here), so these tests prove the
 GPU host and NCCL plays on their own: the four runs (check, apply, apply, check), a reboot of the twin
-(nvidia_peermem unloaded, the modules-load.d file kept, the next run loads it again and changes nothing
-else), and bad input (peermem EINVAL on one host, a NIC that does not exist on the other): a clear error
-and nothing written.
+(nvidia_peermem unloaded and ACS back on, the modules-load.d file and the ACS unit kept; the next run
+loads nvidia_peermem and turns ACS off again and changes nothing else), bad input (peermem EINVAL on one
+host, a NIC that does not exist on the other: a clear error and nothing written), and the opt-in
+benchmark playbook with thresholds.
 """
 
 from __future__ import annotations
@@ -41,7 +42,18 @@ def _files(state, host):
         "registered": (root / "sys/kernel/mm/memory_peers/nv_mem/version").is_file(),
         "nccl_conf": (root / "etc/nccl.conf").is_file(),
         "nccl_env": (root / "etc/profile.d/nccl.sh").is_file(),
+        "acs_unit": (root / "etc/systemd/system/bluefleet-pci-acs.service").is_file(),
     }
+
+
+def _acs_words(state, host):
+    """ACS control of every twin bridge of ``host``, read with the twin's setpci."""
+    env = {"DPUSIM_ROOT": str(state / host), "PATH": "%s:/usr/bin:/bin" % (state / host / "bin")}
+    out = subprocess.run(["lspci", "-D", "-vvv"], capture_output=True, text=True, env=env, check=True, timeout=60)
+    bridges = [line.split()[0] for line in out.stdout.splitlines() if " PCI bridge: " in line]
+    assert bridges, out.stdout
+    return {b: subprocess.run(["setpci", "-s", b, "ECAP_ACS+6.w"], capture_output=True, text=True, env=env,
+                              check=True, timeout=60).stdout.strip() for b in bridges}
 
 
 def _changed(run):
@@ -56,18 +68,23 @@ def _conf(path):
 def test_four_runs_reboot_and_persistence(fleet):
     inventory, extra, state = fleet
     first = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra, "--check", "--diff")
-    # peermem, the directories, nccl.conf and nccl.sh would change on each host
-    assert _changed(first) == {"sim01": 4, "sim02": 4}, first["stdout"][-3000:]
+    # peermem, ACS, the directories, nccl.conf and nccl.sh would change on each host
+    assert _changed(first) == {"sim01": 5, "sim02": 5}, first["stdout"][-3000:]
     for host in HOSTS:
         assert not any(_files(state, host).values()), "check mode touched %s: %s" % (host, _files(state, host))
+        assert set(_acs_words(state, host).values()) == {"001d"}, "check mode changed ACS on %s" % host
 
     apply = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
-    assert _changed(apply) == {"sim01": 4, "sim02": 4}, apply["stdout"][-3000:]
+    assert _changed(apply) == {"sim01": 5, "sim02": 5}, apply["stdout"][-3000:]
     for host in HOSTS:
         assert all(_files(state, host).values()), "%s after apply: %s" % (host, _files(state, host))
         assert _conf(state / host / "etc/nccl.conf") == EXPECTED_CONF
         profile = (state / host / "etc/profile.d/nccl.sh").read_text()
         assert "export NCCL_IB_TC=104\n" in profile and "export NCCL_IB_HCA==mlx5_0:1\n" in profile
+        words = _acs_words(state, host)
+        assert set(words.values()) == {"0000"} and len(words) == 9  # 8 GPUs + 1 card
+        unit = (state / host / "etc/systemd/system/bluefleet-pci-acs.service").read_text()
+        assert all("-s %s ECAP_ACS+6.w=0000" % b in unit for b in words)
 
     again = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
     assert _changed(again) == {}, again["stdout"][-3000:]
@@ -80,9 +97,12 @@ def test_four_runs_reboot_and_persistence(fleet):
                            env={"DPUSIM_ROOT": str(state / "sim01"), "PATH": "/usr/bin:/bin"}, check=True)
     assert "nvidia_peermem" not in lsmod.stdout, "the reboot kept nvidia_peermem loaded"
     assert _files(state, "sim01")["peermem_conf"], "the reboot removed the modules-load.d file"
+    assert set(_acs_words(state, "sim01").values()) == {"001d"}, "ACS control survived the reboot"
+    assert _files(state, "sim01")["acs_unit"], "the reboot removed the ACS unit"
 
     after_reboot = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
-    assert _changed(after_reboot) == {"sim01": 1}, after_reboot["stdout"][-3000:]
+    # nvidia_peermem loaded and ACS turned off again; the files are unchanged
+    assert _changed(after_reboot) == {"sim01": 2}, after_reboot["stdout"][-3000:]
     assert "Load nvidia_peermem and check its registration" in after_reboot["stdout"]
     assert _files(state, "sim01")["registered"]
 
@@ -103,7 +123,8 @@ def test_bad_input_fails_clearly_and_writes_nothing(tmp_path):
     assert "built against another MOFED/DOCA-OFED" in out
     assert "hca names mlx5_9, not a RoCE NIC of this host" in out
     assert set(run["stats"].get("failures") or {}) == {"sim01", "sim02"}
-    assert _files(state, "sim01") == dict.fromkeys(("peermem_conf", "registered", "nccl_conf", "nccl_env"), False)
+    assert _files(state, "sim01") == dict.fromkeys(("peermem_conf", "registered", "nccl_conf", "nccl_env",
+                                                    "acs_unit"), False)
     assert not _files(state, "sim02")["nccl_conf"] and not _files(state, "sim02")["nccl_env"]
 
 

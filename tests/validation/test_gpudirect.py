@@ -1,5 +1,7 @@
 """Conformance, stage fabric: GPUDirect RDMA and NCCL on GPU hosts.
 
+- PCIe ACS is off (ACS Control 0) on every PCI bridge with ACS (``lspci -D -vvv``), and the boot-time unit that
+  turns it off again exists, on every GPU host that has GPUs;
 - nvidia_peermem is loaded, registered (``/sys/kernel/mm/memory_peers/nv_mem/version``) and loaded at boot
   (``/etc/modules-load.d/nvidia-peermem.conf``) on every GPU host that has GPUs;
 - ``/etc/nccl.conf`` exists and agrees with the NIC: NCCL_IB_TC carries the DSCP of the ToS RDMA-CM uses on each
@@ -14,6 +16,7 @@ from __future__ import annotations
 import shlex
 
 import pytest
+from ansible_collections.bluefleet.dpu.plugins.module_utils._lspci import parse_lspci
 from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import parse_show_gids
 
 pytestmark = pytest.mark.stage("fabric")
@@ -89,6 +92,23 @@ def test_peermem_loaded_at_boot(gpu_host):
     assert "nvidia_peermem" in listed, (
         f"{gpu_host.name}: /etc/modules-load.d/nvidia-peermem.conf does not list nvidia_peermem, expected it loaded "
         f"at boot; fix: gpu_host_peermem_persist / playbooks/fabric.yml --tags gpudirect")
+
+
+def test_acs_off_on_the_bridges(gpu_host):
+    if not _has_gpus(gpu_host):
+        return
+    res = gpu_host.run("lspci -D -vvv")
+    assert res.rc == 0, f"{gpu_host.name}: lspci -D -vvv failed: {res.stderr}"
+    bridges = [d for d in parse_lspci(res.stdout)["devices"]
+               if d["class"] == "PCI bridge" and d.get("acs") and d["acs"].get("ctl_word") is not None]
+    on = {d["slot"]: "%04x" % d["acs"]["ctl_word"] for d in bridges if d["acs"]["ctl_word"]}
+    assert not on, (f"{gpu_host.name}: PCIe ACS is on for bridges {on}, expected ACS Control 0000 on the bridges "
+                    f"between GPUs and NICs; fix: gpu_host_acs_disable / playbooks/fabric.yml --tags acs")
+    unit = _read(gpu_host, "/etc/systemd/system/bluefleet-pci-acs.service") or ""
+    missing = [d["slot"] for d in bridges if f"-s {d['slot']} ECAP_ACS+6.w=0000" not in unit]
+    assert not missing, (f"{gpu_host.name}: the boot-time unit bluefleet-pci-acs.service does not turn ACS off on "
+                         f"{missing}, expected every bridge (ACS comes back on at reboot); "
+                         f"fix: playbooks/fabric.yml --tags acs")
 
 
 def test_nccl_tc_matches_the_nic_tos(gpu_host):
