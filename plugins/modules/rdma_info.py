@@ -72,7 +72,7 @@ gids:
   type: list
   elements: dict
 netdevs:
-  description: The netdevs reported on (O(netdevs), or every netdev of O(links)).
+  description: The netdevs reported on (O(netdevs), or every netdev of RV(links)).
   returned: always
   type: list
   elements: str
@@ -141,9 +141,9 @@ def run_rdma_info(runner, params):
         carriers = [name for name in netdevs
                     if any(row["ipv4"] == params["address"] and row["netdev"] == name for row in gids)]
         if not carriers:
+            where = ", ".join(netdevs) or "any netdev"
             raise ToolError("read the RoCE GID index failed: no GID of %s holds the address %s; set that address "
-                            "on the RoCE netdev or fix bluefleet_roce_address" % (", ".join(netdevs) or "any netdev",
-                                                                                   params["address"]))
+                            "on the RoCE netdev or fix bluefleet_roce_address" % (where, params["address"]))
         gid_netdev = carriers[0]
     else:
         gid_netdev = next((name for name in netdevs if index[name] is not None), None)

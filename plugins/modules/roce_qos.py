@@ -37,7 +37,7 @@ options:
     description: DSCP to priority entries that must be in the DSCP table (C(mlnx_qos --dscp2prio set,D,P)).
     type: list
     elements: dict
-    options:
+    suboptions:
       dscp:
         description: The DSCP (0..63).
         type: int
