@@ -279,22 +279,33 @@ def suite_stages(stage: str) -> str | None:
     return {"upgrade": "firmware", "rollback": "firmware"}.get(stage)
 
 
-def run_suite(root: Path, run_dir: Path, inventory: Path, env: dict, limit: str | None, out: TextIO,
-              stage: str | None = None) -> int:
-    cmd = [sys.executable, "-m", "pytest", str(root / SUITE), "--hosts=ansible://%s" % (limit or "all"),
-           "--ansible-inventory=%s" % inventory, "--junitxml=%s" % (run_dir / "junit.xml"),
-           "--bluefleet-evidence=%s" % (run_dir / "evidence.json"), "-p", "no:cacheprovider", "-q",
-           "--rootdir=%s" % root, "-o", "junit_family=xunit2"]
-    if stage:
-        cmd.append("--bluefleet-stages=%s" % stage)
-    out.write("validate: %s\n" % " ".join(cmd[1:]))
-    out.flush()
-    with open(run_dir / "validate.log", "w", encoding="utf-8") as log:
-        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root), check=False)
-    redact_suite_files(run_dir)
-    tail = (run_dir / "validate.log").read_text(encoding="utf-8").strip().splitlines()[-1:]
-    out.write("validate: rc=%d %s\n" % (proc.returncode, tail[0] if tail else ""))
-    return proc.returncode
+class Suite:
+    """The conformance suite as a child process: started, then waited for (the facts play runs meanwhile;
+    both only read)."""
+
+    def __init__(self, root: Path, run_dir: Path, inventory: Path, env: dict, limit: str | None, out: TextIO,
+                 stage: str | None = None):
+        self.run_dir, self.out = run_dir, out
+        self.cmd = [sys.executable, "-m", "pytest", str(root / SUITE), "--hosts=ansible://%s" % (limit or "all"),
+                    "--ansible-inventory=%s" % inventory, "--junitxml=%s" % (run_dir / "junit.xml"),
+                    "--bluefleet-evidence=%s" % (run_dir / "evidence.json"), "-p", "no:cacheprovider", "-q",
+                    "--rootdir=%s" % root, "-o", "junit_family=xunit2"]
+        if stage:
+            self.cmd.append("--bluefleet-stages=%s" % stage)
+        out.write("validate: %s\n" % " ".join(self.cmd[1:]))
+        out.flush()
+        self.started = time.monotonic()
+        self.log = open(run_dir / "validate.log", "w", encoding="utf-8")  # closed in wait()
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=str(root))
+
+    def wait(self) -> int:
+        rc = self.proc.wait()
+        self.log.close()
+        self.seconds = round(time.monotonic() - self.started, 1)
+        redact_suite_files(self.run_dir)
+        tail = (self.run_dir / "validate.log").read_text(encoding="utf-8").strip().splitlines()[-1:]
+        self.out.write("validate: rc=%d %s\n" % (rc, tail[0] if tail else ""))
+        return rc
 
 
 def parse_args(argv: list[str], root: Path) -> argparse.Namespace:
@@ -364,15 +375,22 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         summary["stats"] = per_host_stats(result.stats)
         summary["task_failures"] = view.failures
     summary["status"] = status
+    summary["suite_stages"] = None if args.no_validate else (suite_stages(args.stage) or "all")
+    suite = None if args.no_validate else Suite(root, run_dir, inventory, env, args.limit, out,
+                                                suite_stages(args.stage))
     phase = time.monotonic()
-    gather_facts(root, run_dir, inventory, env, args.limit, hosts)
+    try:
+        gather_facts(root, run_dir, inventory, env, args.limit, hosts)
+    except BaseException:
+        if suite is not None:
+            suite.proc.terminate()
+            suite.wait()
+        raise
     summary["seconds_facts"] = round(time.monotonic() - phase, 1)
     rc_suite = None
-    summary["suite_stages"] = None if args.no_validate else (suite_stages(args.stage) or "all")
-    if not args.no_validate:
-        phase = time.monotonic()
-        rc_suite = run_suite(root, run_dir, inventory, env, args.limit, out, suite_stages(args.stage))
-        summary["seconds_suite"] = round(time.monotonic() - phase, 1)
+    if suite is not None:
+        rc_suite = suite.wait()
+        summary["seconds_suite"] = suite.seconds
     unreachable = any(s.get("unreachable") for s in (summary.get("stats") or {}).values())
     if unreachable:
         code = EXIT_UNREACHABLE
