@@ -131,8 +131,8 @@ def check_params(params):
             raise ToolError("%s: %s must be bytes with an optional K, M or G suffix, got %r"
                             % (label, key, params[key]))
     if params["gpus"] < 1 or params["factor"] < 2:
-        raise ToolError("%s: gpus must be >= 1 and factor >= 2, got %d and %d" % (label, params["gpus"],
-                                                                                   params["factor"]))
+        raise ToolError("%s: gpus must be >= 1 and factor >= 2, got %d and %d"
+                        % (label, params["gpus"], params["factor"]))
     bad = [k for k in params["nccl_env"] if not ENV_RE.match(str(k))]
     if bad:
         raise ToolError("%s: nccl_env names must be NCCL_*, got %s" % (label, ", ".join(map(str, bad))))
