@@ -8,6 +8,7 @@ DOM after the script ran and `--screenshot` keeps a picture of the open evidence
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -104,3 +105,110 @@ def test_cell_opens_its_evidence_and_screenshot_is_kept(chromium, page):
     browse(chromium, url, "--screenshot=%s" % shot, "--window-size=1400,1000")
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
     print("screenshot: %s" % shot)
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol client (websocket-client): real mouse clicks and typed text."""
+
+    def __init__(self, chromium: str, url: str, profile: Path):
+        import socket
+        import time
+
+        import websocket
+
+        with socket.socket() as s:  # a free port for the DevTools endpoint
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.proc = subprocess.Popen([chromium, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+                                      "--hide-scrollbars", "--remote-debugging-port=%d" % port,
+                                      "--remote-allow-origins=*", "--user-data-dir=%s" % profile,
+                                      "--window-size=1400,1000", url],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        ws_url = None
+        while ws_url is None:
+            assert time.monotonic() < deadline and self.proc.poll() is None, "chromium's DevTools did not answer"
+            try:
+                import urllib.request
+
+                with urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=5) as resp:
+                    pages = [t for t in json.load(resp) if t.get("type") == "page"]
+                ws_url = pages[0]["webSocketDebuggerUrl"] if pages else None
+            except OSError:
+                pass
+            if ws_url is None:
+                time.sleep(0.3)
+        self.ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
+        self.next_id = 0
+        deadline = time.monotonic() + 60
+        while self.js("document.readyState") != "complete" or not self.js("!!document.getElementById('shown')"
+                                                                            ".textContent"):
+            assert time.monotonic() < deadline, "the report did not load"
+            time.sleep(0.2)
+
+    def call(self, method: str, **params) -> dict:
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == self.next_id:
+                assert "error" not in msg, msg
+                return msg.get("result", {})
+
+    def js(self, expression: str):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result["result"].get("value")
+
+    def click(self, selector: str) -> None:
+        box = self.js("(() => {const e = document.querySelector(%s); e.scrollIntoView({block: 'center'});"
+                      "const r = e.getBoundingClientRect();"
+                      "return [r.x + r.width / 2, r.y + r.height / 2];})()" % json.dumps(selector))
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
+
+    def close(self) -> None:
+        self.ws.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+HIDDEN_ROWS = "[...document.querySelectorAll('#matrix tbody tr')].filter(r => r.classList.contains('hidden'))" \
+              ".map(r => r.dataset.host)"
+
+
+def test_click_and_type_like_a_person(chromium, page, tmp_path):
+    """Through the DevTools protocol: type into the filter, pick a status, click a cell, read the dialog."""
+    tools = DevTools(chromium, page.as_uri(), tmp_path / "profile")
+    try:
+        assert tools.js(HIDDEN_ROWS) == []
+        tools.click("#q")
+        tools.call("Input.insertText", text="dpu")
+        assert tools.js("document.activeElement.id") == "q"
+        assert sorted(tools.js(HIDDEN_ROWS)) == ["(fleet)", "node1", "node2"]
+        assert tools.js("document.getElementById('shown').textContent") == "2 of 5 rows"
+        tools.js("(() => {const q = document.getElementById('q'); q.select();})()")
+        tools.call("Input.dispatchKeyEvent", type="keyDown", key="Backspace", code="Backspace",
+                   windowsVirtualKeyCode=8)
+        tools.call("Input.dispatchKeyEvent", type="keyUp", key="Backspace", code="Backspace",
+                   windowsVirtualKeyCode=8)
+        assert tools.js("document.getElementById('q').value") == ""
+        assert tools.js(HIDDEN_ROWS) == []
+        assert not tools.js("document.getElementById('evidence').open")
+        tools.click('td.cell[data-key="node2-dpu|test_roce_trust[pf0hpf]"] button')
+        assert tools.js("document.getElementById('evidence').open")
+        text = tools.js("document.getElementById('evidence-body').innerText")
+        assert "node2-dpu — test_roce_trust[pf0hpf]" in text
+        assert "$ mlnx_qos -i pf0hpf" in text and "Priority trust state: pcp" in text
+        assert "pf0hpf trust is pcp, expected dscp" in text
+        shot = tools.call("Page.captureScreenshot", format="png")["data"]
+        SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOT_DIR / "evidence-clicked.png"
+        import base64
+
+        path.write_bytes(base64.b64decode(shot))
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        print("screenshot: %s" % path)
+        tools.click("#close")
+        assert not tools.js("document.getElementById('evidence').open")
+    finally:
+        tools.close()
