@@ -129,12 +129,14 @@ class DevTools:
         while ws_url is None:
             assert time.monotonic() < deadline and self.proc.poll() is None, "chromium's DevTools did not answer"
             try:
-                import urllib.request
+                import http.client
 
-                with urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=5) as resp:
-                    pages = [t for t in json.load(resp) if t.get("type") == "page"]
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request("GET", "/json/list")
+                pages = [t for t in json.loads(conn.getresponse().read()) if t.get("type") == "page"]
+                conn.close()
                 ws_url = pages[0]["webSocketDebuggerUrl"] if pages else None
-            except OSError:
+            except (OSError, ValueError):
                 pass
             if ws_url is None:
                 time.sleep(0.3)
