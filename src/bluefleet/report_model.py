@@ -327,7 +327,7 @@ def build_model(run_dir: Path, previous_dir: Path | None = None) -> dict:
     model = {
         "format": FORMAT,
         "run": {k: summary.get(k) for k in ("started", "finished", "seconds", "stage", "playbook", "inventory",
-                                           "limit", "check", "status", "exit_code")},
+                                           "limit", "check", "status", "exit_code", "validate_rc")},
         "run_dir": str(run_dir),
         "suite": {"ran": evidence is not None, "exitstatus": (evidence or {}).get("exitstatus"),
                   "not_applicable": (evidence or {}).get("not_applicable", [])},

@@ -115,7 +115,10 @@ def render_html(model: dict) -> str:
     totals = model["totals"]
     out.append('<p class="totals" id="totals">' + "".join(
         '<span class="s-%s">%s %s</span>' % (_e(k), _e(v), _e(k)) for k, v in sorted(totals.items())) +
-        ("" if model["suite"]["ran"] else "<span>the conformance suite did not run</span>") + "</p>")
+        ("" if model["suite"]["ran"] else "<span>%s</span>" % (
+            "the conformance suite did not run" if run.get("validate_rc") is None else
+            "the conformance suite stopped before its checks (rc=%s): see validate.log" % _e(run["validate_rc"])))
+        + "</p>")
 
     # drift
     d = model["drift"]
@@ -205,7 +208,9 @@ def render_markdown(model: dict, html_path: str | None = None) -> str:
                  run.get("stage"), run.get("inventory"), ", check mode" if run.get("check") else "",
                  run.get("status"), run.get("seconds")),
              "",
-             "checks: " + (", ".join("%s %s" % (v, k) for k, v in sorted(totals.items())) or "none"),
+             "checks: " + (", ".join("%s %s" % (v, k) for k, v in sorted(totals.items())) or "none")
+             + ("" if model["suite"]["ran"] or run.get("validate_rc") is None else
+                " (the conformance suite stopped before its checks, rc=%s: see validate.log)" % run["validate_rc"]),
              ""]
     bad = []
     for host in model["hosts"]:

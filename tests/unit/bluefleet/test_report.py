@@ -199,3 +199,15 @@ def test_main_exit_codes_and_output(runs, tmp_path, capsys):
     assert report.main([str(folder)]) == 2
     assert "cannot read the facts" in capsys.readouterr().err
     assert report.main([]) == 2
+
+
+def test_suite_that_stopped_early_is_said(runs):
+    folder = make_run_folder(runs / "r1")
+    (folder / "evidence.json").unlink()
+    summary = json.loads((folder / "summary.json").read_text())
+    summary.update(validate_rc=4, exit_code=1)
+    (folder / "summary.json").write_text(json.dumps(summary))
+    paths = report.write_report(folder)
+    assert "stopped before its checks (rc=4): see validate.log" in paths["html"].read_text()
+    assert "stopped before its checks, rc=4" in paths["md"].read_text()
+    assert list(json.loads(paths["json"].read_text())["cells"]["node1"]) == ["playbook"]  # no check cells
