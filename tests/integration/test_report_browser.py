@@ -143,8 +143,8 @@ class DevTools:
         self.ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
         self.next_id = 0
         deadline = time.monotonic() + 60
-        while self.js("document.readyState") != "complete" or not self.js("!!document.getElementById('shown')"
-                                                                            ".textContent"):
+        loaded = "document.readyState === 'complete' && !!document.getElementById('shown').textContent"
+        while not self.js(loaded):
             assert time.monotonic() < deadline, "the report did not load"
             time.sleep(0.2)
 
