@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,10 @@ def manifest_dir(node: state.Node) -> Path:
 
 
 def node_name(node: state.Node) -> str:
-    """The kubelet's node name: the twin root's directory name (one per simulated machine)."""
+    """The kubelet's node name: on a machine of its own (``DPUSIM_KUBELET_DIR`` set, the lab) its host name;
+    in the sim, where every node shares this machine, the twin root's directory name."""
+    if os.environ.get(ENV_DIR):
+        return socket.gethostname().lower()
     return str(node.data.get("hostname") or node.root.name).lower()
 
 

@@ -82,7 +82,8 @@ def test_services_run_at_their_pinned_version(dpu):
             if ctr["state"] != "CONTAINER_RUNNING":
                 problems.append(f"{dpu.name}: DOCA service {name}: container {ctr['name']} is {ctr['state']} "
                                 f"(attempt {ctr['attempt']}), expected CONTAINER_RUNNING; see `crictl logs "
-                                f"{ctr['id'][:13]}` on the DPU, then re-run playbooks/services.yml")
+                                f"{ctr['id'][:13]}` on the DPU; fix the cause (its settings in doca_services_list) "
+                                "and re-run playbooks/services.yml (a settings change recreates the pod)")
             running = tags.get(ctr["image_id"], [])
             if "@" not in want and want not in running:
                 problems.append(f"{dpu.name}: DOCA service {name}: container {ctr['name']} runs image "
