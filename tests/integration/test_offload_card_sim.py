@@ -11,7 +11,8 @@ import json
 import os
 import subprocess
 
-from conftest import changed_count, make_sim_inventory, run_playbook, twin_state
+import yaml
+from conftest import ROOT, changed_count, make_sim_inventory, run_playbook, twin_state
 
 PLAYBOOK = "playbooks/offload.yml"
 DPUS = ("sim01-dpu", "sim02-dpu")
@@ -124,3 +125,13 @@ def test_hand_edit_pending_then_legacy_and_back(tmp_path, collection_link):
     assert changed_count(back) == 1, "only the eswitch changes"
     assert set(eswitch_modes(inventory, host).values()) == {"switchdev"}
     assert restarts(inventory, host) == 1, "an eswitch change needs no driver restart"
+
+
+def test_role_argument_specs_equal_the_defaults():
+    role = ROOT / "roles" / "switchdev"
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    options = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert sorted(options) == sorted(defaults)
+    for name, spec in options.items():
+        assert spec.get("default") == defaults[name], name
+        assert name.startswith("switchdev_"), name
