@@ -220,7 +220,15 @@ def _port(node: state.Node, args: list[str], as_json: bool, pretty: bool) -> str
     raise ToolExit(f"Command \"{sub}\" not found", rc=1, stream="stderr")
 
 
+# ``devlink -V``: iproute2 prints "devlink utility, iproute2-<version>" (devlink.c main(); older releases
+# "iproute2-ss<snapshot>"); the version is Debian 12's iproute2, the release the messages above come from.
+VERSION = "devlink utility, iproute2-6.1.0\n"
+
+
 def body(argv: list[str], prog: str) -> int:
+    if argv[:1] in (["-V"], ["--Version"]):
+        emit(VERSION)
+        return 0
     as_json, pretty, args = _opts(argv)
     if not args or args[0] in ("help", "-h", "--help"):
         emit(USAGE, "stderr")

@@ -120,3 +120,8 @@ def test_the_file_as_the_shell_reads_it(dpu, text, mode):
     conf(dpu).write_text(text)
     dpu.run("openibd", "restart")
     assert sysfs_mode(dpu) == mode + "\n"
+
+
+def test_devlink_version_line(dpu):
+    """What the eswitch module returns as tool_version (iproute2 devlink.c prints 'devlink utility, iproute2-...')."""
+    assert dpu.run("devlink", "-V") == (0, "devlink utility, iproute2-6.1.0\n", "")
