@@ -189,3 +189,12 @@ def test_default_manifest_round_trips_with_annotation():
     assert back["metadata"]["labels"][_doca.SERVICE_LABEL] == "telemetry"
     assert back["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
     assert text == _doca.render_manifest(_doca.parse_manifest(text))
+
+
+@given(st.text(max_size=120))
+def test_check_pinned_raises_only_doca_error(image):
+    try:
+        pin = _doca.check_pinned(image)
+    except _doca.DocaError:
+        return
+    assert pin != "latest" and (pin.startswith("sha256:") or pin[0].isdigit() or pin[0] == "v")
