@@ -105,7 +105,7 @@ def test_four_times_then_reboot_loses_qos_and_boot_script_restores_it(tmp_path, 
 
 def test_fabric_play_publishes_bluefleet_roce(tmp_path, collection_link):
     inventory = make_sim_inventory(tmp_path / "inventory", nodes=1)
-    run = run_playbook(PLAYBOOK, inventory, TAGS, "-e", "bluefleet_roce_priority=5 bluefleet_roce_dscp=34")
+    run = run_playbook(PLAYBOOK, inventory, TAGS, "-e", "'bluefleet_roce_priority=5 bluefleet_roce_dscp=34'")
     facts = {e["event_data"]["host"]: e["event_data"]["res"]["ansible_facts"] for e in run["events"]
              if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Publish the RoCE settings as "
              "bluefleet_roce"}

@@ -41,7 +41,9 @@ def expected(node) -> dict:
 
 
 def _sysfs(node) -> str:
-    root = str(node.vars.get("bluefleet_fs_root", "/")).rstrip("/")
+    """Where the mlx5 sysfs files are: / on a machine, the twin root in the sim and the lab (the role's
+    roce_qos_sysfs_root default)."""
+    root = str(node.vars.get("preflight_fs_root") or node.vars.get("bluefleet_fs_root") or "/").rstrip("/")
     return root + "/sys/class/net"
 
 

@@ -54,6 +54,8 @@ def test_argument_spec_equals_defaults():
     ("bluefleet_roce_mtu", "roce_qos_mtu", 4200),
     ("bluefleet_roce_trust", "roce_qos_trust", "pcp"),
     ("bluefleet_fs_root", "roce_qos_fs_root", "/tmp/twin"),
+    ("preflight_fs_root", "roce_qos_sysfs_root", "/var/lib/dpusim"),
+    ("bluefleet_fs_root", "roce_qos_sysfs_root", "/tmp/twin"),
     ("bluefleet_linux_services", "roce_qos_linux_services", False),
 ])
 def test_the_shared_variable_wins_over_the_role_default(shared, role_var, value):
@@ -71,6 +73,7 @@ def test_every_shared_variable_is_documented():
 def _boot_vars(**override):
     values = {"roce_qos_trust": "dscp", "roce_qos_dscp": 26, "roce_qos_priority": 3, "roce_qos_cnp_dscp": 48,
               "roce_qos_mode": "v2", "__roce_qos_tos": 104, "roce_qos_mtu": 9000, "roce_qos_fs_root": "/",
+              "roce_qos_sysfs_root": "/",
               "__roce_qos_tc_bw": [8, 7, 7, 50, 7, 7, 7, 7], "__roce_qos_netdevs": ["p0", "p1"],
               "__roce_qos_rdma": {"links": [{"ibdev": "mlx5_0", "port": 1, "netdev": "p0"},
                                             {"ibdev": "mlx5_1", "port": 1, "netdev": "p1"},
@@ -96,6 +99,13 @@ def test_settings_file_lists_every_setting_for_the_configured_ports():
 def test_settings_file_follows_the_priority():
     text = _template("roce-qos.env.j2", _boot_vars(roce_qos_priority=5, roce_qos_mode="v1"))
     assert "ROCE_PFC=0,0,0,0,0,1,0,0\n" in text and "ROCE_ECN=0,0,0,0,0,1,0,0\n" in text and "ROCE_MODE=1\n" in text
+
+
+def test_settings_file_carries_the_tool_environment_and_sysfs_root():
+    env = {"DPUSIM_ROOT": "/var/lib/dpusim", "PATH": "/var/lib/dpusim/bin:/usr/bin"}
+    text = _template("roce-qos.env.j2", _boot_vars(bluefleet_environment=env, roce_qos_sysfs_root="/var/lib/dpusim/"))
+    assert "\nDPUSIM_ROOT=/var/lib/dpusim\n" in text and "\nPATH=/var/lib/dpusim/bin:/usr/bin\n" in text
+    assert "\nROCE_SYSFS_ROOT=/var/lib/dpusim\n" in text
 
 
 def test_unit_runs_the_script_with_the_settings_file_under_the_root():
