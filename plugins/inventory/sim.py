@@ -23,7 +23,7 @@ description:
     C(firmware_reboot_command)); a real inventory sets them for its BMCs instead.
   - C(bluefleet_fs_root) (the twin root) is where roles write the files a machine keeps under
     C(/), and C(bluefleet_linux_services=false) tells roles not to manage this machine's own
-    Linux services (Open vSwitch, strongSwan, nftables, systemd units): all simulated nodes share
+    Linux services (Open vSwitch, strongSwan, nftables, systemd units); all simulated nodes share
     one kernel, so only the card's side of each stage runs here. The lab runs both.
 options:
   plugin:
