@@ -43,8 +43,8 @@ options:
     type: bool
     default: false
   other_config:
-    description: Keys of the C(Open_vSwitch) table's C(other_config) column, e.g. C({hw-offload: "true"}).
-      Values are strings; keys not named are left alone.
+    description: Keys of the C(Open_vSwitch) table's C(other_config) column, for example C(hw-offload) with the
+      string C("true"). Values are strings; keys not named are left alone.
     type: dict
     default: {}
   timeout:

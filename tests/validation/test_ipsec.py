@@ -87,9 +87,9 @@ def test_sas_installed_and_offloaded(dpu, fleet):
                                "inventory, so no tunnel is configured; fix: the inventory (bluefleet lab up "
                                "writes them)")
     uplink = dpu.vars.get("ipsec_uplink_interface", "p0")
-    me = str(dpu.vars["bluefleet_uplink_address"]).split("/")[0]
+    me = str(dpu.vars["bluefleet_uplink_address"]).split("/", maxsplit=1)[0]
     states = []
-    for _ in range(10):  # a trap policy brings an SA up on the first packet; give a fresh one a moment
+    for _attempt in range(10):  # a trap policy brings an SA up on the first packet; give a fresh one a moment
         res = dpu.run("ip xfrm state")
         assert res.rc == 0, f"{dpu.name}: `ip xfrm state` failed (rc={res.rc}): {res.stderr.strip()[-300:]}"
         states = parse_state(res.stdout)["states"]
@@ -131,7 +131,8 @@ def test_fabric_carries_only_esp(dpu, fleet):
     peers = peers_of(dpu, fleet)
     assert host_name and peers, f"{dpu.name}: no GPU host or no IPsec peer in the inventory; fix: the inventory"
     peer_host = fleet.runner.get_variables(peers[0]["name"]).get("bluefleet_host")
-    target = str(fleet.runner.get_variables(peer_host).get("bluefleet_host_overlay_address", "")).split("/")[0]
+    overlay = str(fleet.runner.get_variables(peer_host).get("bluefleet_host_overlay_address", ""))
+    target = overlay.split("/", maxsplit=1)[0]
     assert target, f"{peer_host}: no bluefleet_host_overlay_address; fix: the inventory"
     host, peer = fleet.node(host_name), fleet.node(peer_host)
     uplink = dpu.vars.get("ipsec_uplink_interface", "p0")

@@ -56,7 +56,7 @@ def test_host_reaches_peer_host_through_the_dpus(gpu_host, fleet):
         if fleet.runner.get_variables(dname).get("bluefleet_host") in others:
             peer_dpu = dname
             break
-    target = str(fleet.runner.get_variables(others[0])["bluefleet_host_overlay_address"]).split("/")[0]
+    target = str(fleet.runner.get_variables(others[0])["bluefleet_host_overlay_address"]).split("/", maxsplit=1)[0]
     res = gpu_host.run(f"ping -c 3 -W 2 -M do -s {mtu - 28} {target}")
     assert res.rc == 0, (f"{gpu_host.name}: ping {target} ({others[0]}) with {mtu}-byte DF frames through {dpu} and "
                          f"{peer_dpu} failed: {res.stdout.strip()[-300:]}; fix: playbooks/offload.yml (ipsec, ovs, "
