@@ -123,8 +123,10 @@ class LiveView:
     """ansible-runner event handler: a status line on a TTY (rewritten in place, with a progress bar),
     one line per state change otherwise (CI logs)."""
 
-    def __init__(self, stream: TextIO, hosts: int, stage: str, tty: bool | None = None):
+    def __init__(self, stream: TextIO, hosts: int, stage: str, tty: bool | None = None,
+                 names: set[str] | None = None):
         self.stream = stream
+        self.names = names  # the inventory's hosts: localhost plays (stage 7) are not counted
         self.tty = stream.isatty() if tty is None else tty
         self.total = max(hosts, 1)
         self.stage = stage
@@ -182,7 +184,7 @@ class LiveView:
                                                                self.counts()))
             if uuid:
                 self.tasks_seen.add(uuid)
-        elif kind.startswith("runner_on_") and host:
+        elif kind.startswith("runner_on_") and host and (self.names is None or host in self.names):
             self.task_hosts.add(host)
             self.done.add(host)
             res = data.get("res") or {}
@@ -367,7 +369,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             cmdline += ["-e", extra]
         if args.check:
             cmdline += ["--check", "--diff"]
-        view = LiveView(out, len(hosts), args.stage)
+        view = LiveView(out, len(hosts), args.stage, names=set(hosts))
         phase = time.monotonic()
         result = run_playbook(root, run_dir / "runner", playbook, inventory, env, args.limit, cmdline, view)
         summary["seconds_playbook"] = round(time.monotonic() - phase, 1)

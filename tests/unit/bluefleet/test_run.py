@@ -162,3 +162,12 @@ def test_suite_files_are_redacted_in_place(tmp_path):
         text = (tmp_path / name).read_text()
         assert "abc123" not in text and "********" in text, name
     assert "<testsuite><testcase><failure" in (tmp_path / "junit.xml").read_text()  # still XML
+
+
+def test_live_view_counts_inventory_hosts_only():
+    out = io.StringIO()
+    view = run.LiveView(out, hosts=1, stage="site", tty=False, names={"a"})
+    view(result("runner_on_ok", "a", {}))
+    view(result("runner_on_skipped", "localhost", {}))  # stage 7 runs on the controller
+    view(STATS)
+    assert out.getvalue().splitlines()[-1].endswith("hosts 1/1 done, 0 changed, 0 failed, 0 unreachable")
