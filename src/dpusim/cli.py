@@ -11,6 +11,8 @@
     dpusim rshim cat | write "SW_RESET 1" [--index N]   /dev/rshimN/misc of a host's BlueField
     dpusim tools                     list the tool names
     dpusim kubelet crash NAME [--stay-down] [--exit-code N]   a DOCA service's container dies
+    dpusim kubelet metrics NAME      what the telemetry pod NAME's Prometheus endpoint answers now (no daemon)
+    dpusim kubelet serve [--interval S]   the kubelet as a daemon: reconcile, run the stand-in processes (lab)
 """
 
 from __future__ import annotations
@@ -164,6 +166,16 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_kubelet(args: argparse.Namespace) -> int:
+    if args.action == "serve":
+        from dpusim import kubelet_serve
+        return kubelet_serve.serve(args.interval, args.root)
+    if not args.name:
+        raise ValueError("dpusim kubelet %s: give the container or pod name (see `crictl ps -a`)" % args.action)
+    if args.action == "metrics":
+        with state.open_node(args.root) as node:
+            text = kubelet.metrics(node, args.name)
+        sys.stdout.write(text)
+        return 0
     with state.open_node(args.root) as node:
         ctr = kubelet.crash(node, args.name, exit_code=args.exit_code, stay_down=args.stay_down)
     print("%s %s exited (code %d)%s" % (ctr["name"], ctr["id"][:13], ctr["exit_code"],
@@ -223,8 +235,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--index", type=int, default=0)
     s.set_defaults(func=cmd_rshim)
     s = sub.add_parser("kubelet", help="the DPU's standalone kubelet: crash a service's container")
-    s.add_argument("action", choices=("crash",))
-    s.add_argument("name", help="container name, id, or the pod name's prefix")
+    s.add_argument("action", choices=("crash", "metrics", "serve"))
+    s.add_argument("name", nargs="?", help="container name, id, or the pod name's prefix (crash, metrics)")
+    s.add_argument("--interval", type=float, default=2.0, help="serve: seconds between reconciles")
     s.add_argument("--stay-down", action="store_true", help="the kubelet does not restart it (crash loop)")
     s.add_argument("--exit-code", type=int, default=1)
     s.set_defaults(func=cmd_kubelet)

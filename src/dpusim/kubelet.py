@@ -47,6 +47,12 @@ def manifest_dir(node: state.Node) -> Path:
     return Path(value) if value else node.root / "etc" / "kubelet.d"
 
 
+def fs_root(node: state.Node) -> Path:
+    """The root the services' files are under: ``/`` on a machine of its own (the lab), the twin root in the sim
+    (the roles write machine files under ``bluefleet_fs_root``, which is the twin root there)."""
+    return Path("/") if os.environ.get(ENV_DIR) else node.root
+
+
 def node_name(node: state.Node) -> str:
     """The kubelet's node name: on a machine of its own (``DPUSIM_KUBELET_DIR`` set, the lab) its host name;
     in the sim, where every node shares this machine, the twin root's directory name."""
@@ -233,3 +239,26 @@ def pod_of(kub: dict[str, Any], ctr: dict[str, Any]) -> dict[str, Any] | None:
         if pod["uid"] == ctr["pod_uid"] and pod["name"] == ctr["pod_name"]:
             return pod
     return None
+
+
+def metrics(node: state.Node, name: str, now: int | None = None) -> str:
+    """What the Prometheus endpoint of telemetry container/pod ``name`` answers now (the sim has no daemon to
+    scrape: the same page ``dpusim kubelet serve``'s stand-in serves). ValueError, like a refused connection,
+    when the container does not run or its dts_config.ini has no Prometheus endpoint."""
+    from dpusim import telemetry
+    kub = sync(node, now)
+    try:
+        _pod, ctr = find_container(kub, name)
+    except KeyError:
+        raise ValueError("dpusim kubelet metrics: no running container or pod named %r (nothing listens); "
+                         "see `crictl ps -a`" % name) from None
+    if not telemetry.is_telemetry(ctr):
+        raise ValueError("dpusim kubelet metrics: %s runs %s, not %s: it has no metrics endpoint"
+                         % (ctr["name"], ctr["image"], telemetry.IMAGE_REPO))
+    if ctr["state"] != "CONTAINER_RUNNING":
+        raise ValueError("dpusim kubelet metrics: %s is %s: nothing listens" % (ctr["name"], ctr["state"]))
+    try:
+        telemetry.prometheus_port(fs_root(node))
+    except telemetry.TelemetryError as exc:
+        raise ValueError("dpusim kubelet metrics: %s" % exc) from None
+    return telemetry.render(node)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _crictl, _doca
+from ansible_collections.bluefleet.dpu.plugins.module_utils import _crictl, _doca, _prometheus
 
 pytestmark = pytest.mark.stage("services")
 
@@ -115,3 +115,70 @@ def test_removed_services_are_gone(dpu):
     left = [name for name in absent if _pod_of(pods, name) is not None]
     assert not left, (f"{dpu.name}: DOCA services {left} are in doca_services_absent but still have a pod; "
                       "fix: run playbooks/services.yml (it removes their manifests from /etc/kubelet.d)")
+
+
+# ---- health by the service's own signal ---------------------------------------------------------------------
+
+# Counter names every RDMA port of a card has (Linux sysfs-class-infiniband ABI, ports/<n>/counters): the
+# telemetry page must carry them as numbers. A real DTS names its metrics its own way; see src/dpusim/telemetry.py.
+TELEMETRY_COUNTERS = ("port_rcv_data", "port_xmit_data", "port_rcv_packets", "port_xmit_packets")
+TELEMETRY_FIX = ("fix: the telemetry entry of doca_services_list (settings.prometheus: http://0.0.0.0:9100) / "
+                 "playbooks/services.yml")
+_SCRAPE = ("python3 -c \"import sys, time, urllib.request as u\n"
+           "for i in range(5):\n"
+           "    try:\n"
+           "        r = u.urlopen('http://127.0.0.1:{port}/metrics', timeout=5)\n"
+           "    except OSError as e:\n"
+           "        err = e; time.sleep(1); continue\n"
+           "    print(r.headers.get('Content-Type')); sys.stdout.write(r.read().decode()); sys.exit(0)\n"
+           "sys.exit('GET http://127.0.0.1:{port}/metrics: %s' % err)\"")
+
+
+def _prometheus_port(svc):
+    url = str((svc.get("settings") or {}).get("prometheus", ""))
+    port = url.rsplit(":", 1)[-1].strip("/") if url.count(":") >= 2 else ""
+    return int(port) if port.isdigit() else None
+
+
+def test_telemetry_metrics_answer(dpu):
+    """DTS is healthy when its Prometheus endpoint answers a page that parses, with the card's port counters as
+    numbers. Lab and real DPUs: an HTTP GET on the DPU itself; local-connection twins (no daemon): the page the
+    twin's stand-in would serve (`dpusim kubelet metrics`), refused the same way when the pod does not run."""
+    services, _absent = _wanted(dpu)
+    svc = next((s for s in services if s.get("name") == "telemetry"), None)
+    if svc is None:
+        return  # telemetry is not asked for here: nothing to judge
+    port = _prometheus_port(svc)
+    assert port is not None, (f"{dpu.name}: DOCA service telemetry: settings.prometheus is "
+                              f"{(svc.get('settings') or {}).get('prometheus')!r}, expected http://ADDRESS:PORT "
+                              f"(the Prometheus endpoint is off); {TELEMETRY_FIX}")
+    if dpu.local:
+        command = f"dpusim kubelet metrics {_doca.SERVICES['telemetry']['pod']}"
+    else:
+        command = _SCRAPE.format(port=port)
+    res = dpu.run(command)
+    assert res.rc == 0, (f"{dpu.name}: DOCA service telemetry: metrics endpoint on port {port} does not answer "
+                         f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; expected a Prometheus page; "
+                         f"see `crictl ps -a --name doca-telemetry` on the DPU; {TELEMETRY_FIX}")
+    body = res.stdout
+    if not dpu.local:
+        ctype, _sep, body = body.partition("\n")
+        assert ctype.startswith("text/plain") and "version=0.0.4" in ctype, (
+            f"{dpu.name}: DOCA service telemetry: port {port} answers Content-Type {ctype!r}, expected "
+            f"text/plain; version=0.0.4 (Prometheus text format); {TELEMETRY_FIX}")
+    try:
+        families = _prometheus.parse_metrics(body)
+    except _prometheus.PrometheusError as exc:
+        raise AssertionError(f"{dpu.name}: DOCA service telemetry: the metrics page does not parse as Prometheus "
+                             f"text format 0.0.4: {exc}; {TELEMETRY_FIX}") from None
+    problems = []
+    for name in TELEMETRY_COUNTERS:
+        samples = families.get(name, {}).get("samples", [])
+        if not samples:
+            problems.append(f"{dpu.name}: DOCA service telemetry: counter {name} missing from the metrics page "
+                            f"({len(families)} families found); expected one sample per RDMA port; {TELEMETRY_FIX}")
+        bad = [s for s in samples if not s["value"] >= 0]
+        if bad:
+            problems.append(f"{dpu.name}: DOCA service telemetry: counter {name} has values "
+                            f"{[s['value'] for s in bad]}, expected non-negative numbers; {TELEMETRY_FIX}")
+    assert not problems, "\n".join(problems)
