@@ -98,8 +98,10 @@ def _matrix(summary: dict, evidence: dict | None, facts: dict) -> tuple[list, li
             if host_groups and host not in known:
                 known[host] = [g for g in host_groups if g not in ("all", "ungrouped")]
     groups: dict[str, list[str]] = {}
+    inventory = summary.get("hosts")  # the inventory's hosts: not localhost of the controller's plays
     for host in list(facts or {}) + list(summary.get("stats") or {}):
-        groups.setdefault(host, known.get(host, []))
+        if not inventory or host in inventory:
+            groups.setdefault(host, known.get(host, []))
 
     checks: dict[str, dict] = {}
     cells: dict[str, dict[str, dict]] = {}
@@ -121,6 +123,8 @@ def _matrix(summary: dict, evidence: dict | None, facts: dict) -> tuple[list, li
                                   "fix": "the failed task's message; re-run `bluefleet run --stage %s`" % stage}
         failures = summary.get("task_failures") or {}
         for host, st in (summary.get("stats") or {}).items():
+            if host not in groups:
+                continue
             if st.get("unreachable"):
                 status = "unreachable"
             elif st.get("failures"):

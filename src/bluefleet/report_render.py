@@ -19,7 +19,7 @@ h1{font-size:1.4em;margin:0 0 .3em}h2{font-size:1.15em;margin:1.4em 0 .4em}
 .meta{color:#555}.meta b{color:#1d2330}
 table{border-collapse:collapse;margin:.3em 0}th,td{border:1px solid #ccd;padding:3px 6px;text-align:center}
 th.host,td.host{text-align:left;white-space:nowrap}th.check{writing-mode:vertical-rl;transform:rotate(180deg);
-font-weight:normal;max-height:16em;white-space:nowrap}th.stage{background:#eef}
+font-weight:normal;height:16em;max-height:16em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}th.stage{background:#eef}
 td.cell button{border:0;background:none;font:inherit;cursor:pointer;width:100%;min-width:1.6em}
 .s-passed{background:#d4f4d4}.s-changed{background:#fff1b8}.s-failed{background:#f8c4c4}
 .s-error{background:#f3a0a0}.s-unreachable{background:#cfc8e8}.s-skipped{background:#eee}.s-absent{background:#fafafa}

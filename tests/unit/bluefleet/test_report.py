@@ -34,6 +34,7 @@ def test_matrix_has_every_host_and_check_grouped_by_stage(runs):
     assert model["cells"]["(fleet)"]["test_selection_has_hosts"]["status"] == "passed"
     assert model["cells"]["node1"]["playbook"]["status"] == "changed"
     assert model["cells"]["node2"]["playbook"]["status"] == "passed"
+    assert "localhost" not in model["cells"]  # stage 7's controller play is not a fleet row
     assert model["totals"] == {"passed": 9}  # cells: 4 mst + 2 roce + 2 pair + 1 fleet
 
 
@@ -126,6 +127,7 @@ def test_hosts_added_and_removed(runs, tmp_path):
         data.pop("node2", None)
     evidence["checks"] = [c for c in evidence["checks"] if "node2" not in c["hosts"]]
     facts["node3"] = {"groups": ["gpu_hosts"], **{k: v for k, v in facts["node1"].items() if k != "groups"}}
+    summary["hosts"]["node3"] = ["gpu_hosts"]
     for name, data in (("facts.json", facts), ("evidence.json", evidence), ("summary.json", summary)):
         (second / name).write_text(json.dumps(data))
     model = build_model(second)
