@@ -173,9 +173,37 @@ def test_rollback_returns_a_node_to_its_recorded_versions(fleet):
     missing = run_playbook(ROLLBACK, fleet["inventory"], "--limit", "sim04-dpu", "-e", common, check=False)
     assert missing["rc"] != 0
     assert 'rollback_nic_images["%s"]' % OLD_FW in failures(missing)["sim04-dpu"]["msg"]
-    images = {"rollback_nic_images": {OLD_FW: str(fleet["images"]["fw-old"])},
-              "rollback_bfb_images": {OLD_RELEASE: str(fleet["images"]["bfb-old"])}}
-    run_playbook(ROLLBACK, fleet["inventory"], "--limit", "sim04-dpu", "-e", common, "-e",
-                 vars_file(fleet, "rollback-images", images))
+    images = vars_file(fleet, "rollback-images", {
+        "rollback_nic_images": {OLD_FW: str(fleet["images"]["fw-old"])},
+        "rollback_bfb_images": {OLD_RELEASE: str(fleet["images"]["bfb-old"])}})
+    # check mode: the plan for both versions, and not one byte of any twin or record changes
+    before, records = file_bytes(fleet["state"]), file_bytes(fleet["records"])
+    check = run_playbook(ROLLBACK, fleet["inventory"], "--limit", "sim04-dpu", "-e", common, "-e", images,
+                         "--check", "--diff")
+    assert file_bytes(fleet["state"]) == before, "rollback --check changed the twin"
+    assert file_bytes(fleet["records"]) == records, "rollback --check changed a record"
+    assert changed_count(check) > 0
+    lines = results(check, "Show the reset plan")["sim04-dpu"]["msg"]
+    assert lines[0] == "/dev/mst/mt41692_pciconf0: 2 change(s); reset: power_cycle", lines
+    assert lines[1].startswith("  bfb: %s -> %s (needs power_cycle" % (NEW_RELEASE, OLD_RELEASE)), lines
+    assert lines[2].startswith("  nic_firmware: %s -> %s (needs firmware_reset" % (NEW_FW, OLD_FW)), lines
+    run_playbook(ROLLBACK, fleet["inventory"], "--limit", "sim04-dpu", "-e", common, "-e", images)
     assert versions(fleet, "sim04-dpu") == (OLD_FW, OLD_RELEASE)
     assert versions(fleet, "sim03-dpu") == (NEW_FW, NEW_RELEASE)
+    # again, then check again: nothing to do, nothing changes
+    before = file_bytes(fleet["state"])
+    for extra in ((), ("--check", "--diff")):
+        again = run_playbook(ROLLBACK, fleet["inventory"], "--limit", "sim04-dpu", "-e", common, "-e", images, *extra)
+        assert changed_count(again) == 0, again["stdout"][-3000:]
+        assert file_bytes(fleet["state"]) == before, "a rollback with nothing to do changed the twin"
+
+
+def file_bytes(directory):
+    """Every file under ``directory`` with its bytes: the twins' state (node, card, rendered files) and records.
+
+    Left out: lock files (taking a lock may create one) and each root's bin/ (tool front-ends the inventory
+    plugin writes again when the twin gains a tool; they hold no state)."""
+    return {str(path.relative_to(directory)): path.read_bytes() for path in sorted(directory.rglob("*"))
+            if path.is_file() and not path.name.endswith(".lock")
+            and "bin" not in path.relative_to(directory).parts[1:2]}
+
