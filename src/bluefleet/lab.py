@@ -131,6 +131,10 @@ def cmd_down(args: argparse.Namespace) -> int:
     if inv.exists() and f'"bluefleet_lab_prefix": "{args.prefix}"' in inv.read_text():
         inv.unlink()
         removed.append(str(inv))
+    psk = inv.parent / ".state" / f"{args.prefix}-ipsec-psk"  # lab_wiring.LAB_PSK's file
+    if psk.exists():
+        psk.unlink()
+        removed.append(str(psk))
     _out("lab {}: removed {}".format(args.prefix, ", ".join(removed) if removed else "nothing (no such lab)"))
     return 0
 
