@@ -106,11 +106,13 @@ def _peers(where, peers, groups, hostvars, address_var, unaddressed):
         if not isinstance(item, str) or not item.strip():
             _fail("%s: peer %r is not a CIDR, an address or an inventory group name" % (where, item))
         peer = item.strip()
+        problem = None
         try:
             nets.append(ipaddress.ip_network(peer, strict=True))
-            continue
         except ValueError as exc:
             problem = str(exc)
+        if problem is None:
+            continue
         if peer in groups:
             nets.extend(_group_addresses(where, peer, groups, hostvars, address_var, unaddressed))
         elif re.match(r"^[0-9a-fA-F:.]+(/\d+)?$", peer):
