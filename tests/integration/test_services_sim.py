@@ -3,7 +3,13 @@
 Four runs (check, apply, apply, check); then one service's setting changes and only that service's pod is
 recreated; a service is removed; bad input (unknown service, an image tag that is not pinned, a SNAP target
 without an NQN) fails before anything is written. Pods are read with the twin's crictl (JSON, read here with
-the json module only). Two services keep the runs short; the role treats every service alike.
+the json module only); the telemetry pod's Prometheus page (what the twin's stand-in serves, `dpusim kubelet
+metrics`) with the collection's parser. Two services keep the runs short; the role treats every service alike.
+
+Speed (this file took 324 s on a loaded machine with two pairs and one playbook run per bad input): one pair
+for the deploy/update/remove runs (the role's tasks run per DPU alike, a second DPU proved nothing more), and
+the three bad inputs in ONE run over three DPUs, each with its own bad host_vars: each must fail with its own
+message and leave its own twin untouched.
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ import os
 import subprocess
 
 import pytest
+from ansible_collections.bluefleet.dpu.plugins.module_utils import _prometheus
 from conftest import BIN, changed_count, make_sim_inventory, run_playbook
 
 PLAYBOOK = "playbooks/services.yml"
-DPUS = ("sim01-dpu", "sim02-dpu")
+DPUS = ("sim01-dpu",)
 SERVICES = [
     {"name": "telemetry", "version": "1.16.5-doca2.6.0", "settings": {"prometheus": "http://0.0.0.0:9100"}},
     {"name": "hbn", "version": "2.4.1-doca2.9.1", "settings": {}},
@@ -29,11 +36,22 @@ def _vars(tmp_path, name, **values):
     return "-e @%s" % path
 
 
-def _pods(root):
+def _twin(root, *argv, check=True):
     env = dict(os.environ, DPUSIM_ROOT=str(root), PATH="%s%s%s" % (root / "bin", os.pathsep, BIN))
-    proc = subprocess.run([str(root / "bin" / "crictl"), "pods", "-o", "json"], capture_output=True, text=True,
-                          env=env, timeout=60, check=True)
+    return subprocess.run(list(argv), capture_output=True, text=True, env=env, timeout=60, check=check)
+
+
+def _pods(root):
+    proc = _twin(root, str(root / "bin" / "crictl"), "pods", "-o", "json")
     return {p["metadata"]["name"].rsplit("-sim", 1)[0]: p["id"] for p in json.loads(proc.stdout)["items"]}
+
+
+def _metrics(root):
+    """The telemetry pod's Prometheus page, parsed: {family: [sample values]}; {} when nothing answers."""
+    proc = _twin(root, str(BIN / "dpusim"), "kubelet", "metrics", "doca-telemetry-service", check=False)
+    if proc.returncode != 0:
+        return {}
+    return {name: [s["value"] for s in fam["samples"]] for name, fam in _prometheus.parse_metrics(proc.stdout).items()}
 
 
 def _changed_items(run):
@@ -59,9 +77,9 @@ def _files(root):
     return out
 
 
-def _fleet(directory):
-    inventory = make_sim_inventory(directory / "inventory", nodes=2)
-    return inventory, {dpu: directory / "inventory" / "state" / dpu for dpu in DPUS}
+def _fleet(directory, dpus=DPUS):
+    inventory = make_sim_inventory(directory / "inventory", nodes=len(dpus))
+    return inventory, {dpu: directory / "inventory" / "state" / dpu for dpu in dpus}
 
 
 @pytest.fixture
@@ -69,28 +87,25 @@ def fleet(tmp_path, collection_link):
     return _fleet(tmp_path)
 
 
-@pytest.fixture(scope="module")
-def untouched_fleet(tmp_path_factory, collection_link):
-    """One fleet for the bad-input cases: each must leave it as it was (empty)."""
-    return _fleet(tmp_path_factory.mktemp("bad"))
-
-
 def test_four_runs_then_one_service_changes_then_one_goes(tmp_path, fleet):
     inventory, roots = fleet
     base = _vars(tmp_path, "base", doca_services_list=SERVICES)
 
     check = run_playbook(PLAYBOOK, inventory, base, "--check")
-    assert changed_count(check) == 2  # the looped deploy task, once per DPU (stats count tasks)
-    assert all(_pods(r) == {} and _files(r) == {} for r in roots.values())
+    assert changed_count(check) == len(DPUS)  # the looped deploy task, once per DPU (stats count tasks)
+    assert all(_pods(r) == {} and _files(r) == {} and _metrics(r) == {} for r in roots.values())
 
     first = run_playbook(PLAYBOOK, inventory, base)
-    assert changed_count(first) == 2
+    assert changed_count(first) == len(DPUS)
     assert _changed_items(first) == {(d, s["name"]) for d in DPUS for s in SERVICES}
     pods = {dpu: _pods(r) for dpu, r in roots.items()}
     assert all(set(p) == {"doca-telemetry-service", "doca-hbn-service"} for p in pods.values()), pods
     manifest = _files(roots["sim01-dpu"])["etc/kubelet.d/doca_telemetry_standalone.yaml"]
     assert "nvcr.io/nvidia/doca/doca_telemetry:1.16.5-doca2.6.0" in manifest
     assert "bluefleet.io/config-hash" in manifest
+    for root in roots.values():  # telemetry answers: the card's port counters, one sample per RDMA port
+        page = _metrics(root)
+        assert page["port_rcv_data"] == [0.0, 0.0] and page["port_xmit_packets"] == [0.0, 0.0], page
 
     again = run_playbook(PLAYBOOK, inventory, base)
     assert changed_count(again) == 0
@@ -101,7 +116,7 @@ def test_four_runs_then_one_service_changes_then_one_goes(tmp_path, fleet):
 
     changed = [dict(SERVICES[0], settings={"prometheus": "http://0.0.0.0:9200"}), SERVICES[1]]
     run = run_playbook(PLAYBOOK, inventory, _vars(tmp_path, "changed", doca_services_list=changed))
-    assert changed_count(run) == 2  # the deploy task on each DPU; which pod changed is checked below
+    assert changed_count(run) == len(DPUS)  # the deploy task on each DPU; which pod changed is checked below
     assert _changed_items(run) == {(d, "telemetry") for d in DPUS}
     for dpu, root in roots.items():
         now = _pods(root)
@@ -109,25 +124,39 @@ def test_four_runs_then_one_service_changes_then_one_goes(tmp_path, fleet):
         assert now["doca-telemetry-service"] != pods[dpu]["doca-telemetry-service"], "%s: telemetry kept" % dpu
         config = _files(root)["opt/mellanox/doca/services/telemetry/config/dts_config.ini"]
         assert "prometheus=http://0.0.0.0:9200" in config
+        assert "port_rcv_data" in _metrics(root)
 
     gone = run_playbook(PLAYBOOK, inventory, _vars(tmp_path, "gone", doca_services_list=changed[:1],
                                                    doca_services_absent=["hbn"]))
-    assert changed_count(gone) == 2  # the remove task on each DPU; telemetry unchanged
+    assert changed_count(gone) == len(DPUS)  # the remove task on each DPU; telemetry unchanged
     assert _changed_items(gone) == {(d, "hbn") for d in DPUS}
     assert all(set(_pods(r)) == {"doca-telemetry-service"} for r in roots.values())
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"doca_services_list": SERVICES + [{"name": "dns", "version": "1.0.0"}]}, "does not know: ['dns']"),
-    ({"doca_services_list": [SERVICES[0], dict(SERVICES[1], version="latest")]}, "tag 'latest' is not pinned"),
-    ({"doca_services_list": SERVICES + [{"name": "snap", "version": "4.5.0-doca2.9.0"}],
-      "doca_services_snap_targets": [{"name": "nvme0", "address": "192.0.2.10"}]}, "SNAP targets without"),
-])
-def test_bad_input_deploys_nothing(tmp_path, untouched_fleet, values, message):
-    inventory, roots = untouched_fleet
-    run = run_playbook(PLAYBOOK, inventory, _vars(tmp_path, "bad", **values), check=False)
+BAD = {
+    "sim01-dpu": ({"doca_services_list": SERVICES + [{"name": "dns", "version": "1.0.0"}]}, "does not know: ['dns']"),
+    "sim02-dpu": ({"doca_services_list": [SERVICES[0], dict(SERVICES[1], version="latest")]},
+                  "tag 'latest' is not pinned"),
+    "sim03-dpu": ({"doca_services_list": SERVICES + [{"name": "snap", "version": "4.5.0-doca2.9.0"}],
+                   "doca_services_snap_targets": [{"name": "nvme0", "address": "192.0.2.10"}]}, "SNAP targets without"),
+}
+
+
+def test_bad_input_deploys_nothing(tmp_path, collection_link):
+    """One run, three DPUs, one bad input each (host_vars): each fails with its own message, nothing written."""
+    inventory, roots = _fleet(tmp_path, dpus=tuple(BAD))
+    (inventory.parent / "host_vars").mkdir()
+    for dpu, (values, _message) in BAD.items():
+        (inventory.parent / "host_vars" / (dpu + ".json")).write_text(json.dumps(values))
+    run = run_playbook(PLAYBOOK, inventory, check=False)
     assert run["rc"] != 0
-    assert message in run["stdout"], run["stdout"][-3000:]
-    assert "nothing was deployed" in run["stdout"] or "configure DOCA service" in run["stdout"]
-    for root in roots.values():
-        assert _files(root) == {} and _pods(root) == {}
+    failed = {}
+    for event in run["events"]:
+        data = event.get("event_data") or {}
+        if event.get("event") in ("runner_on_failed", "runner_item_on_failed"):
+            failed.setdefault(data.get("host"), []).append(json.dumps(data.get("res") or {}))
+    for dpu, (_values, message) in BAD.items():
+        text = " ".join(failed.get(dpu, []))
+        assert message in text, "%s: %r not in its failure: %s" % (dpu, message, text[-2000:] or run["stdout"][-3000:])
+        assert "nothing was deployed" in text or "configure DOCA service" in text, text[-2000:]
+        assert _files(roots[dpu]) == {} and _pods(roots[dpu]) == {}, dpu
