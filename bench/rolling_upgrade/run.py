@@ -17,6 +17,7 @@ import json
 import math
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -75,11 +76,17 @@ def run_bench(args):
     subprocess.run([str(BIN / "ansible-inventory"), "-i", str(inventory), "--list"], env=env, check=True,
                    capture_output=True, timeout=600)
     load_before = os.getloadavg()
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks" / "upgrade.yml"),
                            "-e", "@%s" % (work / "extra.json")], env=env, capture_output=True, text=True,
                           cwd=str(ROOT), check=False)
     makespan = time.monotonic() - started
+    load_after = os.getloadavg()
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of ansible-playbook and everything it started (workers, modules, twin tools): unlike the
+    # makespan, this barely moves with what else runs on the machine
+    cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
     (work / "ansible.log").write_text(proc.stdout + proc.stderr)
     upgraded = 0
     width = max(2, len(str(args.nodes)))  # the sim inventory's host names: sim01 .. sim100 as sim001 ..
@@ -92,13 +99,15 @@ def run_bench(args):
     batches, ideal = ideal_seconds(args.nodes, args.batch, args.flash_seconds, args.canary)
     result = {
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "loadavg_before": load_before},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "loadavg_before": load_before,
+                    "loadavg_after": load_after},
         "nodes": args.nodes, "batch": args.batch, "canary": args.canary, "forks": args.forks or args.batch,
         "flash_seconds": args.flash_seconds, "time_scale": scale, "batches": batches,
         "ideal_seconds": round(ideal, 3), "makespan_seconds": round(makespan, 3),
         "ratio": round(makespan / ideal, 3),
         "overhead_per_node_seconds": round((makespan - ideal) / args.nodes, 3),
         "overhead_per_batch_seconds": round((makespan - ideal) / batches, 3),
+        "cpu_seconds": round(cpu, 1), "cpu_seconds_per_node": round(cpu / args.nodes, 3),
         "upgraded": upgraded, "rc": proc.returncode, "workdir": str(work),
     }
     if proc.returncode != 0:
@@ -116,6 +125,9 @@ def table(result):
             ("makespan / ideal", result["ratio"]),
             ("overhead per node (s)", result["overhead_per_node_seconds"]),
             ("overhead per batch (s)", result["overhead_per_batch_seconds"]),
+            ("CPU of the run per node (s)", result["cpu_seconds_per_node"]),
+            ("load average before / after", "%.1f / %.1f" % (result["machine"]["loadavg_before"][0],
+                                                             result["machine"]["loadavg_after"][0])),
             ("nodes upgraded", "%d / %d" % (result["upgraded"], result["nodes"])), ("ansible rc", result["rc"])]
     width = max(len(name) for name, _ in rows)
     return "\n".join("%-*s  %s" % (width, name, value) for name, value in rows)

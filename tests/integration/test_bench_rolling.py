@@ -24,3 +24,5 @@ def test_bench_runs_at_four_nodes(tmp_path):
     # makespan is reported to 0.01 s and the ratio from the unrounded figure: equal within that rounding
     assert abs(result["ratio"] - result["makespan_seconds"] / result["ideal_seconds"]) < 0.01 / result["ideal_seconds"]
     assert "makespan / ideal" in proc.stdout
+    # CPU of the run (ansible and its children): positive, and per node is a quarter of it (both rounded)
+    assert result["cpu_seconds"] > 0 and abs(result["cpu_seconds_per_node"] * 4 - result["cpu_seconds"]) < 0.06
