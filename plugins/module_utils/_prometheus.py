@@ -89,4 +89,3 @@ def parse_metrics(text):
             "timestamp": int(m.group("ts")) if m.group("ts") else None,
         })
     return families
-
