@@ -231,3 +231,27 @@ def test_serve_notes_a_stand_in_that_cannot_start(twin):
         for p in procs.values():
             p.kill()
             p.wait()
+
+
+def test_serve_moves_the_endpoint_when_the_pod_is_recreated(twin):
+    """A settings change rewrites dts_config.ini and the manifest (its config hash): the kubelet replaces the pod,
+    the old process stops and the new one listens on the new port."""
+    t = twin(role="dpu", name="dpu1")
+    t._env()
+    old, new = _free_port(), _free_port()
+    _deploy(t, port=old)
+    procs = {}
+    try:
+        kubelet_serve.reconcile(procs, str(t.root))
+        assert "port_rcv_data" in _get(old)
+        _deploy(t, port=new)
+        manifest = t.root / "etc" / "kubelet.d" / "doca_telemetry_standalone.yaml"
+        manifest.write_text(MANIFEST.replace("spec:", "  annotations:\n    bluefleet.io/config-hash: \"2\"\nspec:"))
+        kubelet_serve.reconcile(procs, str(t.root))
+        assert len(procs) == 1
+        assert "port_rcv_data" in _get(new)
+        assert _refused(old)
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
