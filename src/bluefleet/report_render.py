@@ -218,7 +218,7 @@ def render_markdown(model: dict, html_path: str | None = None) -> str:
             if cell["status"] in ("failed", "error", "unreachable"):
                 first = (cell["message"] or "").strip().splitlines()
                 bad.append("| %s | %s | %s | %s |" % (_md(host["name"]), _md(check), cell["status"],
-                                                     _md(first[-1] if first else "")))
+                                                     _md(first[0] if first else "")))
     if bad:
         lines += ["### Failing", "", "| host | check | status | message |", "|---|---|---|---|", *bad, ""]
     mism = [(h, c, v) for h, row in model["versions"]["rows"].items() for c, v in row.items() if v["mismatch"]]
