@@ -34,10 +34,15 @@ options:
     default: true
   fs_root:
     description:
-      - Directory that stands for C(/) when the module reads and writes files (the modules-load.d file and the
-        registration file). Leave it at C(/) on real machines.
+      - Directory that stands for C(/) when the module reads and writes the modules-load.d file (and reads the
+        registration file unless O(sysfs_root) is set). Leave it at C(/) on real machines.
     type: path
     default: /
+  sysfs_root:
+    description:
+      - Directory that stands for C(/) when the module reads the registration file under C(/sys); defaults to
+        O(fs_root). A machine whose driver is simulated (the lab's device twin) keeps its C(/sys) elsewhere.
+    type: path
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
@@ -152,11 +157,11 @@ def conf_lists_module(path):
     return any(line.replace("-", "_") == MODULE for line in lines)
 
 
-def read_state(runner, fs_root):
+def read_state(runner, fs_root, sysfs_root=None):
     what = "list kernel modules with lsmod"
     result = run_tool(runner, ["lsmod"], what)
     modules = parse_output(parse_lsmod, result, what)["modules"]
-    sysfs = _path(fs_root, SYSFS)
+    sysfs = _path(sysfs_root or fs_root, SYSFS)
     version = None
     if os.path.isfile(sysfs):
         with open(sysfs, encoding="utf-8", errors="replace") as fh:
@@ -231,7 +236,8 @@ def _view(st):
 
 def run_peermem(runner, params, check_mode):
     fs_root = params["fs_root"]
-    before = read_state(runner, fs_root)
+    sysfs_root = params.get("sysfs_root") or fs_root
+    before = read_state(runner, fs_root, sysfs_root)
     actions = plan(before, params["state"], params["persist"])
     if params["state"] == "present":
         wanted = {"loaded": True, "registered": True,
@@ -241,7 +247,7 @@ def run_peermem(runner, params, check_mode):
     after = before
     if actions and not check_mode:
         apply(runner, actions, before)
-        after = read_state(runner, fs_root)
+        after = read_state(runner, fs_root, sysfs_root)
         if _view(after) != wanted:
             if params["state"] == "present" and after["loaded"] and not after["registered"]:
                 reason = ("%s is loaded but %s does not exist: NCCL would say 'GPU Direct RDMA Disabled'; check "
@@ -264,6 +270,7 @@ def argument_spec():
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "persist": {"type": "bool", "default": True},
         "fs_root": fs_root_spec(),
+        "sysfs_root": {"type": "path"},
         "timeout": timeout_spec(60),
     }
 
