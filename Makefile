@@ -27,9 +27,7 @@ venv: $(VENV)/.stamp
 demo: venv
 	scripts/ensure-docker.sh
 	$(BIN)/bluefleet lab up
-	$(BIN)/ansible-playbook -i inventories/lab site.yml
-	rc=0; $(BIN)/pytest tests/validation --hosts=ansible://all --ansible-inventory=inventories/lab \
-	  -p no:cacheprovider -q -rfE || rc=$$?; $(BIN)/bluefleet lab summary; exit $$rc
+	rc=0; $(BIN)/bluefleet run -i inventories/lab || rc=$$?; $(BIN)/bluefleet lab summary; exit $$rc
 
 demo-down: venv
 	$(BIN)/bluefleet lab down
@@ -41,6 +39,7 @@ images: venv
 # ---------------------------------------------------------------- the tests
 test: venv
 	scripts/ensure-docker.sh
+	scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory lint sanity unit integration molecule
 
 lint: venv
