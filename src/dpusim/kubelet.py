@@ -185,7 +185,14 @@ def sync(node: state.Node, now: int | None = None) -> dict[str, Any]:
     kub["errors"] = errors
     for pod in pods.values():
         _restart_crashed(pod, now)
+    _snap_reconcile(node, kub)
     return kub
+
+
+def _snap_reconcile(node: state.Node, kub: dict[str, Any]) -> None:
+    """SNAP's emulated NVMe namespaces follow its container (dpusim.snap: recorded on the card, seen by the host)."""
+    from dpusim import snap
+    snap.reconcile(node, kub, fs_root(node))
 
 
 def _restart_crashed(pod: dict[str, Any], now: int) -> None:
@@ -222,6 +229,7 @@ def crash(node: state.Node, name: str, exit_code: int = 1, stay_down: bool = Fal
     ctr["finished_ns"] = now
     ctr["exit_code"] = exit_code
     ctr["stay_down"] = stay_down
+    _snap_reconcile(node, kub)
     return ctr
 
 
