@@ -15,7 +15,9 @@ the SPDK RPC and snap_rpc.py option names):
 * ``bdev_nvme_attach_controller -b NAME -t tcp -a ADDR [-f ipv4] [-s PORT] -n NQN`` -> bdevs ``NAMEn1``
   (SPDK names the bdev of namespace N of controller NAME ``NAMEnN``; the twin's remote target has one
   namespace);
-* ``nvme_subsystem_create --nqn NQN``; ``nvme_namespace_create -b BDEV -n NSID --nqn NQN``;
+* ``nvme_subsystem_create --nqn NQN [--mn MODEL] [--sn SERIAL]`` (DOCA SNAP-4 service guide: a subsystem is
+  defined by its serial number, model number and NQN; the host reads them through Identify Controller);
+  ``nvme_namespace_create -b BDEV -n NSID --nqn NQN``;
   ``nvme_controller_create --nqn NQN --ctrl NAME --pf_id N [--suspended]``;
   ``nvme_controller_attach_ns -c NAME -n NSID``; ``nvme_controller_resume -c NAME``.
 
@@ -25,7 +27,8 @@ controller, and that controller is resumed. Anything else is left out and the re
 
 MODELLED, not captured: the remote target's namespace size (``TARGET_BLOCKS`` x 512 B, 1.00 TB: the twin has no
 remote target to ask), the emulated controller's model string ``MODEL`` (no capture of a SNAP controller's
-Identify data was found), its serial (derived from the card's serial) and firmware revision.
+Identify data was found), its default serial (derived from the card directory) and firmware revision;
+``--mn`` / ``--sn`` override model and serial.
 """
 
 from __future__ import annotations
@@ -93,10 +96,12 @@ def emulated(config_dir: Path, serial: str) -> dict[str, Any]:
     namespaces: dict[int, dict[str, Any]] = {}
     controllers: dict[str, dict[str, Any]] = {}
     subsystem = ""
+    model = MODEL
     for words in _lines(config_dir / SNAP_FILE):
         cmd, opt = words[0], _opts(words[1:])
-        if cmd == "nvme_subsystem_create":
+        if cmd == "nvme_subsystem_create":  # --mn / --sn: the model and serial number the host reads
             subsystem = opt.get("--nqn", "")
+            model, serial = opt.get("--mn") or model, opt.get("--sn") or serial
         elif cmd == "nvme_namespace_create":
             bdev, nsid = opt.get("-b", ""), int(opt.get("-n") or 0)
             if bdev not in bdevs:
@@ -124,7 +129,7 @@ def emulated(config_dir: Path, serial: str) -> dict[str, Any]:
             continue
         for nsid in sorted(ctrl["namespaces"]):
             visible.append(dict(namespaces[nsid], controller=ctrl["name"], instance=index, subsystem_nqn=ctrl["nqn"],
-                                model=MODEL, serial="%s%02d" % (serial, ctrl["pf_id"]), firmware=FIRMWARE,
+                                model=model, serial=serial, firmware=FIRMWARE,
                                 block_size=BLOCK_SIZE, blocks=TARGET_BLOCKS, used_blocks=TARGET_BLOCKS))
     return {"controllers": sorted(controllers.values(), key=lambda c: c["pf_id"]), "namespaces": visible,
             "problems": problems}

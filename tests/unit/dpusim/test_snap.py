@@ -111,3 +111,10 @@ def test_nvme_rejects_other_commands(twin, tmp_path):
     host, _dpu = _pair(twin, tmp_path)
     rc, _out, err = host.run("nvme", "id-ctrl", "/dev/nvme0")
     assert rc == 1 and "nvme list" in err
+
+
+def test_subsystem_model_and_serial_options_reach_the_host(twin, tmp_path):
+    host, dpu = _pair(twin, tmp_path)
+    _deploy(dpu, snap=SNAP.replace("nvme:0\n", "nvme:0 --mn 'Acme Emulated NVMe' --sn ACME0001\n", 1))
+    [dev] = _devices(host)
+    assert (dev["ModelNumber"], dev["SerialNumber"]) == ("Acme Emulated NVMe", "ACME0001")
