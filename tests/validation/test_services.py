@@ -12,11 +12,12 @@ shared/corpus/crictl and cri-tools' source).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _crictl, _doca, _prometheus
+from ansible_collections.bluefleet.dpu.plugins.module_utils import _crictl, _doca, _nvme, _prometheus
 
 pytestmark = pytest.mark.stage("services")
 
@@ -181,4 +182,54 @@ def test_telemetry_metrics_answer(dpu):
         if bad:
             problems.append(f"{dpu.name}: DOCA service telemetry: counter {name} has values "
                             f"{[s['value'] for s in bad]}, expected non-negative numbers; {TELEMETRY_FIX}")
+    assert not problems, "\n".join(problems)
+
+
+SNAP_FIX = ("fix: doca_services_snap_targets / doca_services_snap_namespaces / doca_services_snap_controllers "
+            "(the snap entry of doca_services_list) / playbooks/services.yml")
+
+
+def test_snap_namespace_visible(pair):
+    """SNAP is healthy when the paired GPU host sees every namespace the inventory declares: `nvme list` on the
+    host (parsed with plugins/module_utils/_nvme.py) has a namespace with that NSID, and, where the namespace
+    entry gives ``size_bytes``, that size. The DPU's SNAP pod must be Ready first (`crictl pods`)."""
+    dpu, host = pair.dpu, pair.host
+    services, _absent = _wanted(dpu)
+    if not any(s.get("name") == "snap" for s in services):
+        return  # SNAP is not deployed on this DPU: nothing to judge
+    defaults = yaml.safe_load(DEFAULTS.read_text(encoding="utf-8"))
+    namespaces = dpu.vars.get("doca_services_snap_namespaces", defaults["doca_services_snap_namespaces"])
+    nqn = dpu.vars.get("doca_services_snap_subsystem_nqn", defaults["doca_services_snap_subsystem_nqn"])
+    targets = {t.get("name"): t for t in dpu.vars.get("doca_services_snap_targets",
+                                                       defaults["doca_services_snap_targets"])}
+    pod = _pod_of(_pods(dpu), "snap")
+    assert pod is not None, (f"{dpu.name}: DOCA service snap: no Ready pod {_doca.SERVICES['snap']['pod']}-* "
+                             f"(crictl pods), so {host.name} sees none of subsystem {nqn}'s namespaces; {SNAP_FIX}")
+    res = host.run("nvme list")
+    assert res.rc == 0, (f"{host.name}: `nvme list` failed (rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; "
+                         "fix: install nvme-cli on the GPU host")
+    try:
+        seen = _nvme.parse_list(res.stdout)
+    except _nvme.ParseError as exc:
+        raise AssertionError(f"{host.name}: `nvme list` output does not parse: {exc}") from None
+    problems = []
+    for ns in namespaces:
+        nsid = int(ns.get("nsid", 0))
+        bdev = str(ns.get("bdev", ""))
+        target = targets.get(re.sub(r"n[0-9]+$", "", bdev), {})
+        where = (f"SNAP namespace {nsid} (bdev {bdev}, target {target.get('nqn', '?')} at "
+                 f"{target.get('address', '?')}, subsystem {nqn}, controller {ns.get('controller')})")
+        rows = [r for r in seen if r["nsid"] == nsid]
+        if not rows:
+            found = ", ".join(f"{r['node']} ns {r['nsid']} {r['model']}" for r in seen) or "no NVMe namespaces"
+            problems.append(f"{host.name}: DOCA service snap on {dpu.name}: {where} not visible (`nvme list` shows "
+                            f"{found}); expected it; check the SNAP container runs (`crictl ps -a --name doca-snap` "
+                            "on the DPU), the target answers and the controller is resumed; "
+                            f"{SNAP_FIX}")
+            continue
+        want = ns.get("size_bytes")
+        if want is not None and not any(_nvme.same_size(r["size_bytes"], int(want)) for r in rows):
+            problems.append(f"{host.name}: DOCA service snap on {dpu.name}: {where} is "
+                            f"{[r['size_bytes'] for r in rows]} bytes ({rows[0]['model']}), expected {want}; "
+                            f"{SNAP_FIX}")
     assert not problems, "\n".join(problems)
