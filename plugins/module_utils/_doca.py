@@ -199,3 +199,61 @@ def render_manifest(doc):
 
 def pinned_images(doc):
     return [ctr.get("image") for ctr in doc["spec"]["containers"]]
+
+
+_BDEV = re.compile(r"^(?P<target>.+)n(?P<ns>[0-9]+)$")
+SNAP_FIX = "fix doca_services_snap_targets / doca_services_snap_controllers / doca_services_snap_namespaces"
+
+
+def check_snap(targets, controllers, namespaces):
+    """Raise DocaError (naming the entry, what is wrong and the variable to fix) unless the SNAP storage settings
+    hang together: every target has name, address and an NQN starting with ``nqn.``; controller names are unique
+    and pf_id is a non-negative integer; every namespace has a unique positive nsid, a bdev ``<target>n<N>`` of a
+    declared target (SPDK's bdev name for namespace N of an attached controller), a controller that is declared,
+    and, when given, a positive integer ``size_bytes``."""
+    names = {}
+    for index, target in enumerate(targets or []):
+        if not isinstance(target, dict):
+            raise DocaError("doca_services_snap_targets[%d] must be a mapping, got %r; %s" % (index, target, SNAP_FIX))
+        for key in ("name", "address", "nqn"):
+            if not target.get(key):
+                raise DocaError("doca_services_snap_targets[%d] (%s) has no %s; %s"
+                                % (index, target.get("name", "no name"), key, SNAP_FIX))
+        if not str(target["nqn"]).startswith("nqn."):
+            raise DocaError("doca_services_snap_targets[%d] (%s): NQN %r must start with 'nqn.'; %s"
+                            % (index, target["name"], target["nqn"], SNAP_FIX))
+        names[str(target["name"])] = target
+    ctrl_names = []
+    for index, ctrl in enumerate(controllers or []):
+        if not isinstance(ctrl, dict) or not ctrl.get("name"):
+            raise DocaError("doca_services_snap_controllers[%d] has no name; %s" % (index, SNAP_FIX))
+        if ctrl["name"] in ctrl_names:
+            raise DocaError("doca_services_snap_controllers: controller %r is declared twice; %s"
+                            % (ctrl["name"], SNAP_FIX))
+        pf_id = ctrl.get("pf_id")
+        if isinstance(pf_id, bool) or not isinstance(pf_id, int) or pf_id < 0:
+            raise DocaError("doca_services_snap_controllers[%d] (%s): pf_id %r must be a non-negative integer; %s"
+                            % (index, ctrl["name"], pf_id, SNAP_FIX))
+        ctrl_names.append(ctrl["name"])
+    seen = set()
+    for index, ns in enumerate(namespaces or []):
+        if not isinstance(ns, dict):
+            raise DocaError("doca_services_snap_namespaces[%d] must be a mapping, got %r; %s" % (index, ns, SNAP_FIX))
+        nsid = ns.get("nsid")
+        where = "doca_services_snap_namespaces[%d] (nsid %s)" % (index, nsid)
+        if isinstance(nsid, bool) or not isinstance(nsid, int) or nsid < 1:
+            raise DocaError("%s: nsid must be a positive integer; %s" % (where, SNAP_FIX))
+        if nsid in seen:
+            raise DocaError("%s: nsid %d is used twice (an NSID is unique in the subsystem); %s"
+                            % (where, nsid, SNAP_FIX))
+        seen.add(nsid)
+        if ns.get("controller") not in ctrl_names:
+            raise DocaError("%s: controller %r is not declared; declared controllers: %s; %s"
+                            % (where, ns.get("controller"), ", ".join(ctrl_names) or "none", SNAP_FIX))
+        match = _BDEV.match(str(ns.get("bdev") or ""))
+        if match is None or match.group("target") not in names:
+            raise DocaError("%s: bdev %r is not <target>n<N> of a declared target (targets: %s); %s"
+                            % (where, ns.get("bdev"), ", ".join(sorted(names)) or "none", SNAP_FIX))
+        size = ns.get("size_bytes")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+            raise DocaError("%s: size_bytes %r must be a positive integer (bytes); %s" % (where, size, SNAP_FIX))

@@ -200,8 +200,13 @@ def test_snap_namespace_visible(pair):
     defaults = yaml.safe_load(DEFAULTS.read_text(encoding="utf-8"))
     namespaces = dpu.vars.get("doca_services_snap_namespaces", defaults["doca_services_snap_namespaces"])
     nqn = dpu.vars.get("doca_services_snap_subsystem_nqn", defaults["doca_services_snap_subsystem_nqn"])
-    targets = {t.get("name"): t for t in dpu.vars.get("doca_services_snap_targets",
-                                                       defaults["doca_services_snap_targets"])}
+    target_list = dpu.vars.get("doca_services_snap_targets", defaults["doca_services_snap_targets"])
+    controllers = dpu.vars.get("doca_services_snap_controllers", defaults["doca_services_snap_controllers"])
+    try:
+        _doca.check_snap(target_list, controllers, namespaces)
+    except _doca.DocaError as exc:
+        raise AssertionError(f"{dpu.name}: DOCA service snap: the inventory's SNAP settings are wrong: {exc}") from None
+    targets = {t.get("name"): t for t in target_list}
     pod = _pod_of(_pods(dpu), "snap")
     assert pod is not None, (f"{dpu.name}: DOCA service snap: no Ready pod {_doca.SERVICES['snap']['pod']}-* "
                              f"(crictl pods), so {host.name} sees none of subsystem {nqn}'s namespaces; {SNAP_FIX}")
