@@ -48,6 +48,7 @@ MODEL = "BlueField NVMe SNAP Controller"
 FIRMWARE = "1.0"
 BLOCK_SIZE = 512
 TARGET_BLOCKS = 1953125000  # 1.00 TB at 512 B (modelled remote namespace)
+EMPTY: dict[str, Any] = {"controllers": [], "namespaces": [], "problems": []}
 
 
 def _opts(words: list[str]) -> dict[str, str]:
@@ -152,8 +153,8 @@ def reconcile(node: state.Node, kub: dict[str, Any], files_root: Path) -> None:
             serial = "SNAP" + hashlib.sha1(str(card.dir).encode()).hexdigest()[:8].upper()
             record = emulated(files_root / CONFIG_DIR, serial)
         else:
-            record = {"controllers": [], "namespaces": [], "problems": []}
-        if card.data.get("snap") != record:
+            record = {key: list(value) for key, value in EMPTY.items()}
+        if card.data.get("snap", EMPTY) != record:  # a card that never ran SNAP keeps no ``snap`` key
             card.data["snap"] = record
 
 
