@@ -30,6 +30,13 @@ def _path(node, path: str) -> str:
     return root + path
 
 
+def _sys_path(node, path: str) -> str:
+    # /sys of a machine whose driver is the device twin (the lab) lives under the twin root (preflight_fs_root),
+    # as gpu_host_sysfs_root says; the sim keeps both under bluefleet_fs_root; a real machine reads /sys.
+    root = str(node.vars.get("preflight_fs_root") or node.vars.get("bluefleet_fs_root") or "/").rstrip("/")
+    return root + path
+
+
 def _has_gpus(node) -> bool:
     res = node.run("nvidia-smi")
     return res.rc == 0 and "No devices were found" not in res.stdout + res.stderr
@@ -77,9 +84,10 @@ def test_peermem_loaded_and_registered(gpu_host):
     assert lsmod.rc == 0, f"{gpu_host.name}: lsmod failed: {lsmod.stderr}"
     loaded = any(line.split()[:1] == ["nvidia_peermem"] for line in lsmod.stdout.splitlines())
     assert loaded, f"{gpu_host.name}: nvidia_peermem is not loaded, expected loaded; {FIX_PEERMEM}"
-    sysfs = "/sys/kernel/mm/memory_peers/nv_mem/version"
-    assert _read(gpu_host, sysfs) is not None, (
-        f"{gpu_host.name}: nvidia_peermem is loaded but {_path(gpu_host, sysfs)} "
+    sysfs = _sys_path(gpu_host, "/sys/kernel/mm/memory_peers/nv_mem/version")
+    registered = gpu_host.run("cat %s" % shlex.quote(sysfs)).rc == 0
+    assert registered, (
+        f"{gpu_host.name}: nvidia_peermem is loaded but {sysfs} "
         f"is missing (NCCL says 'GPU Direct RDMA Disabled'), expected registered; rebuild the NVIDIA driver against "
         f"the running OFED, then {FIX_PEERMEM}")
 
