@@ -20,8 +20,8 @@ HOSTS = ("sim01", "sim01-dpu")
 
 
 def tool(root, *argv):
-    env = dict(os.environ, DPUSIM_ROOT=str(root), PATH="%s%s%s%s%s" % (root / "bin", os.pathsep, BIN, os.pathsep,
-                                                                         os.environ.get("PATH", "")))
+    path = os.pathsep.join([str(root / "bin"), str(BIN), os.environ.get("PATH", "")])
+    env = dict(os.environ, DPUSIM_ROOT=str(root), PATH=path)
     return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -85,7 +85,7 @@ def run_suite(inventory, tmp_path):
             problem = case.find("error")
         if problem is not None:
             failures[case.get("name")] = problem.get("message", "")
-    passed = sum(1 for _ in ET.parse(report).getroot().iter("testcase")) - len(failures)
+    passed = len(list(ET.parse(report).getroot().iter("testcase"))) - len(failures)
     return proc, failures, passed
 
 
@@ -96,7 +96,7 @@ def test_breaking_one_setting_on_one_dpu_fails_exactly_that_check(fleet, tmp_pat
 
     dpu_root = fleet.parent / "state" / "sim01-dpu"
     assert tool(dpu_root, "mlnx_qos", "-i", "p0", "--trust", "pcp").returncode == 0
-    proc, failures, _ = run_suite(fleet, tmp_path)
+    proc, failures, _passed = run_suite(fleet, tmp_path)
     assert proc.returncode == 1 and list(failures) == ["test_roce_trust_dscp[sim01-dpu]"], failures
     msg = failures["test_roce_trust_dscp[sim01-dpu]"]
     assert "sim01-dpu: p0 trust is pcp, expected dscp" in msg and "fix: bluefleet_roce_trust" in msg, msg

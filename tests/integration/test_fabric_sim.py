@@ -19,8 +19,8 @@ NETDEVS = {"sim01": ("ens1f0np0", "ens1f1np1"), "sim01-dpu": ("p0", "p1")}
 
 
 def tool(root, *argv):
-    env = dict(os.environ, DPUSIM_ROOT=str(root), PATH="%s%s%s%s%s" % (root / "bin", os.pathsep, BIN, os.pathsep,
-                                                                         os.environ.get("PATH", "")))
+    path = os.pathsep.join([str(root / "bin"), str(BIN), os.environ.get("PATH", "")])
+    env = dict(os.environ, DPUSIM_ROOT=str(root), PATH=path)
     return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -206,4 +206,3 @@ def file_bytes(directory):
     return {str(path.relative_to(directory)): path.read_bytes() for path in sorted(directory.rglob("*"))
             if path.is_file() and not path.name.endswith(".lock")
             and "bin" not in path.relative_to(directory).parts[1:2]}
-

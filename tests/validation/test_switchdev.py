@@ -104,4 +104,3 @@ def test_ipsec_full_offload_set_and_in_effect(dpu):
             f"{dpu.name}: {netdev} ipsec_mode is {running}, expected {mode} (mlnx-bf.conf says "
             f"IPSEC_FULL_OFFLOAD={word[in_file]}): the driver restart is pending; fix: /etc/init.d/openibd restart, "
             f"which playbooks/offload.yml (bluefleet.dpu.switchdev) runs when the setting changes")
-

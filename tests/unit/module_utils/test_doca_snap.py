@@ -29,8 +29,8 @@ def _bad(part, index, **change):
 
 
 @pytest.mark.parametrize("data, words", [
-    (_bad("namespaces", 0, controller="NVMeCtrl9"), ["doca_services_snap_namespaces[0] (nsid 1)", "'NVMeCtrl9'",
-                                                      "declared controllers: NVMeCtrl1"]),
+    (_bad("namespaces", 0, controller="NVMeCtrl9"),
+     ["doca_services_snap_namespaces[0] (nsid 1)", "'NVMeCtrl9'", "declared controllers: NVMeCtrl1"]),
     (_bad("namespaces", 0, controller=None), ["controller None is not declared"]),
     (_bad("namespaces", 0, size_bytes=-5), ["size_bytes -5 must be a positive integer"]),
     (_bad("namespaces", 0, size_bytes="1T"), ["size_bytes '1T'"]),

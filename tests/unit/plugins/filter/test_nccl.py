@@ -109,8 +109,10 @@ def test_hca_and_level_follow_the_affinity(affinity):
     assert ["LOC", "PIX", "PXB", "PHB", "SYS"].index(env["NCCL_NET_GDR_LEVEL"]) == farthest
 
 
-@given(st.dictionaries(st.text(max_size=12), st.one_of(st.none(), st.integers(), st.text(max_size=8),
-                                                      st.lists(st.text(max_size=6), max_size=3)), max_size=8),
+ANY_VALUE = st.one_of(st.none(), st.integers(), st.text(max_size=8), st.lists(st.text(max_size=6), max_size=3))
+
+
+@given(st.dictionaries(st.text(max_size=12), ANY_VALUE, max_size=8),
        st.one_of(st.none(), st.dictionaries(st.text(max_size=6), st.one_of(st.none(), st.text(max_size=6)))))
 def test_garbage_raises_only_the_filter_error(roce, affinity):
     try:

@@ -43,8 +43,9 @@ def _unit(root):
 
 
 def test_disables_every_bridge_and_persists(run_module, tmp_path):
-    seq = Sequence([(LSPCI, 0, ON), (_set(B1), 0, ""), (_set(B2), 0, ""), (LSPCI, 0, OFF),
-                     (VERSION, 0, "lspci version 3.9.0\n")])
+    seq = Sequence([
+        (LSPCI, 0, ON), (_set(B1), 0, ""), (_set(B2), 0, ""), (LSPCI, 0, OFF), (VERSION, 0, "lspci version 3.9.0\n"),
+    ])
     failed, res = run_module(pci_acs, {"fs_root": str(tmp_path)}, seq)
     assert not failed, res
     assert res["cmd"] == [LSPCI, _set(B1), _set(B2), LSPCI, VERSION]
