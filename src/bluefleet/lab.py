@@ -61,9 +61,11 @@ def _parser() -> argparse.ArgumentParser:
             sp.add_argument("--profile", default=lab_wiring.DEFAULT_PROFILE,
                             help="twin device profile (default %(default)s)")
         if name in ("up", "wire", "inventory"):
-            sp.add_argument("--fabric-subnet", default=lab_wiring.DEFAULT_FABRIC_SUBNET,
+            sp.add_argument("--fabric-subnet", default=None,
                             help="the fabric network's IPv4 subnet; DPU i gets its host address i on p0 "
-                                 "(default %(default)s)")
+                                 f"(default {lab_wiring.DEFAULT_FABRIC_SUBNET} for prefix "
+                                 f"{lab_wiring.DEFAULT_PREFIX}, a /24 of 192.168.51-249 derived from any other "
+                                 "prefix)")
         if name in ("up", "inventory", "down"):
             sp.add_argument("--inventory", default=None,
                             help=f"inventory file to write/remove (default {DEFAULT_INVENTORY})")

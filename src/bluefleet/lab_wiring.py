@@ -13,7 +13,8 @@ No ``--privileged`` (it cannot work on this engine): both get NET_ADMIN, the DPU
 container PID, which needs root here.
 
 Addressing (written into the inventory, read by the ipsec / ovs / host_overlay roles): the fabric
-network has a fixed subnet (``--fabric-subnet``, default 192.168.50.0/24, Docker's gateway on the
+network has a fixed subnet (``--fabric-subnet``, default 192.168.50.0/24 for the demo lab and a
+prefix-derived /24 for any other (``default_fabric_subnet``), Docker's gateway on the
 last usable address), DPU ``i`` has the fabric's host address ``i`` on ``p0`` (Docker assigns it;
 ``bluefleet_uplink_address``), the VTEP ``172.30.0.i/32`` (``bluefleet_vtep_address``), and GPU host
 ``i`` the overlay address ``10.10.0.i/24`` on ``ens1f0np0`` with MTU 1300
@@ -23,6 +24,7 @@ VXLAN-in-ESP overhead over the fabric's 1500).
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import re
@@ -45,7 +47,17 @@ DEFAULT_PAIRS = 2
 DEFAULT_PROFILE = "bluefield3"
 SYSTEMD_RUN_ARGS = ["--tmpfs", "/run", "--tmpfs", "/run/lock", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro"]
 _PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,15}$")
-DEFAULT_FABRIC_SUBNET = "192.168.50.0/24"
+DEFAULT_FABRIC_SUBNET = "192.168.50.0/24"  # the default lab's (prefix bf); other prefixes get their own
+
+
+def default_fabric_subnet(prefix: str) -> str:
+    """The fabric subnet a lab gets when none is given: 192.168.50.0/24 for the default prefix, and for any
+    other prefix a /24 of 192.168.51-249 picked from the prefix, so that the demo lab, the test lab and
+    Molecule's can stand side by side (a clash is still caught before anything is created)."""
+    if prefix == DEFAULT_PREFIX:
+        return DEFAULT_FABRIC_SUBNET
+    third = 51 + int(hashlib.sha256(prefix.encode()).hexdigest(), 16) % 199
+    return f"192.168.{third}.0/24"
 VTEP_SUBNET = ipaddress.ip_network("172.30.0.0/24")
 HOST_OVERLAY_SUBNET = ipaddress.ip_network("10.10.0.0/24")
 HOST_OVERLAY_MTU = 1300
@@ -74,12 +86,14 @@ class Topology:
     prefix: str = DEFAULT_PREFIX
     pairs: int = DEFAULT_PAIRS
     profile: str = DEFAULT_PROFILE
-    fabric_subnet: str = DEFAULT_FABRIC_SUBNET
+    fabric_subnet: str | None = None  # None: default_fabric_subnet(prefix)
 
     def __post_init__(self) -> None:
         if not _PREFIX_RE.match(self.prefix):
             raise LabError(f"lab prefix {self.prefix!r} is not usable: use 1-16 lower-case letters/digits "
                            "starting with a letter")
+        if self.fabric_subnet is None:
+            object.__setattr__(self, "fabric_subnet", default_fabric_subnet(self.prefix))
         if not 1 <= self.pairs <= 200:
             raise LabError(f"--pairs {self.pairs} is out of range: use 1 to 200")
         try:

@@ -96,11 +96,16 @@ def test_molecule_scenario_uses_the_lab_layout():
         assert host["groups"] == ["gpu_hosts"] and dpu["groups"] == ["dpus"]
         assert host["network_mode"] == "none"
         assert [n["name"] for n in dpu["networks"]] == [topo.fabric]
+        assert dpu["networks"][0]["ipv4_address"] == str(topo.fabric_network[pair.index])
         card = "%s:%s" % (pair.volume, lab_wiring.CARD_MOUNT)
         assert card in host["volumes"] and card in dpu["volumes"]
         assert "NET_ADMIN" in host["capabilities"] and "NET_ADMIN" in dpu["capabilities"]
         assert not host.get("privileged") and not dpu.get("privileged")
     assert set(platforms) == {n for p in topo.all_pairs() for n in (p.host, p.dpu)}
+    fabric = [n for p in spec["platforms"] for n in p.get("docker_networks", [])]
+    assert [n["ipam_config"][0]["subnet"] for n in fabric] == [topo.fabric_subnet]
+    assert topo.fabric_subnet != lab_wiring.default_fabric_subnet(lab_wiring.DEFAULT_PREFIX), \
+        "Molecule's fabric must not be the demo lab's: both may be up at once"
     seq = spec["scenario"]["test_sequence"]
     assert seq == ["destroy", "create", "prepare", "converge", "idempotence", "verify", "destroy"]
 
