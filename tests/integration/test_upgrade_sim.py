@@ -105,7 +105,8 @@ def test_check_mode_prints_each_reset_plan_and_changes_nothing(fleet):
     # the inventory plugin creates the twin roots when it first parses the inventory
     upgrade(fleet, "--list-hosts")
     root = fleet["state"] / "sim03-dpu"
-    subprocess.run([str(root / "bin" / "mlxprivhost"), "-d", "/dev/mst/mt41692_pciconf0", "r"], check=True,
+    subprocess.run([str(root / "bin" / "mlxprivhost"), "-d", "/dev/mst/mt41692_pciconf0", "r", "--disable_tracer"],
+                   check=True,
                    timeout=60, capture_output=True, env=dict(os.environ, DPUSIM_ROOT=str(root)))
     assert card(fleet, "sim03-dpu")["privhost"]["level"] == "RESTRICTED"
     before = snapshot(fleet)
@@ -148,12 +149,17 @@ def test_rerun_after_the_fault_completes_canary_then_batch(fleet):
         assert versions(fleet, dpu) == (NEW_FW, NEW_RELEASE), dpu
     assert PASSWORD_HASH not in run["stdout"] and PASSWORD_HASH not in json.dumps(run["events"])
     # the restricted host was lifted for the upgrade and restricted again
-    assert card(fleet, "sim03-dpu")["privhost"]["level"] == "RESTRICTED"
+    privhost = card(fleet, "sim03-dpu")["privhost"]
+    assert privhost["level"] == "RESTRICTED"
+    # lifting cleared the flags (mlxprivhost p); the restore put back the one it had, from the record
+    assert dict(privhost["current"], **privhost.get("pending", {}))["disable_tracer"] is True
     lifted = results(run, "Lift the host restriction for the upgrade (step 'lift restriction')")
     assert lifted["sim03-dpu"]["changed"] and lifted["sim03-dpu"]["previous_level"] == "RESTRICTED"
     record = json.loads((fleet["records"] / "sim03-dpu.json").read_text())
     assert record["previous"] == {"nic_firmware": OLD_FW, "nic_firmware_flashed": OLD_FW,
-                                  "bfb_release": OLD_RELEASE, "host_level": "RESTRICTED"}
+                                  "bfb_release": OLD_RELEASE, "host_level": "RESTRICTED",
+                                  "host_flags": {"disable_rshim": False, "disable_tracer": True,
+                                                 "disable_counter_rd": False, "disable_port_owner": False}}
     assert record["target"] == {"nic_firmware": NEW_FW, "bfb_release": NEW_RELEASE}
 
 
