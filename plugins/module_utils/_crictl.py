@@ -184,4 +184,9 @@ def image_tags(images):
 
 # Only the layout with a real capture is registered (``bluefleet parse``, the fixture suite); the others are
 # written from the cri-tools source and tested in tests/unit/module_utils/test_crictl.py.
-PARSERS = {KIND_PS: parse_ps_json}
+def parse_ps_json_kind(text):
+    """The ``crictl-ps-json`` kind as every parser kind answers (a mapping): ``{"containers": [...]}``."""
+    return {"containers": parse_ps_json(text)}
+
+
+PARSERS = {KIND_PS: parse_ps_json_kind}

@@ -21,6 +21,16 @@ class _Exit(Exception):
         self.result = result
 
 
+@pytest.fixture(autouse=True)
+def target_side(monkeypatch):
+    """Modules run on the target: once a test elsewhere imports controller code (a filter plugin, a role's
+    argument spec), ansible-core sends module.warn() to the controller's display instead of the result's
+    ``warnings``. Every module test runs as the target would."""
+    from ansible.module_utils import _internal
+
+    monkeypatch.setattr(_internal, "is_controller", False)
+
+
 @pytest.fixture
 def fake_runner():
     return FakeRunner
