@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _crictl, _doca, _nvme, _prometheus
+from ansible_collections.bluefleet.dpu.plugins.module_utils import _crictl, _doca, _frr, _nvme, _pmc, _prometheus
 
 pytestmark = pytest.mark.stage("services")
 
@@ -238,3 +238,95 @@ def test_snap_namespace_visible(pair):
                             f"{[r['size_bytes'] for r in rows]} bytes ({rows[0]['model']}), expected {want}; "
                             f"{SNAP_FIX}")
     assert not problems, "\n".join(problems)
+
+
+# ---- HBN: routes present; Firefly: PTP port state (issue #8, "healthy by its own signal") ----------------------
+# On a BlueField both commands run inside the service's container (`crictl exec <container> vtysh ...` /
+# `... pmc ...`); the twin (sim and lab DPU) answers them as tools of the DPU: src/dpusim/tools/vtysh.py, pmc.py.
+HBN_FIX = "fix: the hbn entry of doca_services_list (settings = NVUE startup.yaml) / playbooks/services.yml"
+PTP_FIX = "fix: the firefly entry of doca_services_list (settings = ptp4l [global]) / playbooks/services.yml"
+PTP_STATES_DEFAULT = ["MASTER", "SLAVE", "PASSIVE"]
+
+
+def _merge(into, tree):
+    for key, value in tree.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _nvue_tree(settings):
+    """NVUE settings as the role renders them into startup.yaml: a list of ``set:`` documents or the tree."""
+    docs = settings if isinstance(settings, list) else [settings]
+    tree = {}
+    for item in docs:
+        if isinstance(item, dict):
+            part = item.get("set") if isinstance(item.get("set"), dict) else item
+            _merge(tree, part)
+    return tree
+
+
+def _hbn_expected_routes(settings):
+    """(prefix, protocol) pairs the HBN configuration declares: static routes of VRF default, networks of the
+    interfaces' IPv4 addresses (connected)."""
+    import ipaddress
+
+    tree = _nvue_tree(settings)
+    want = set()
+    for conf in (tree.get("interface") or {}).values():
+        for cidr in ((conf or {}).get("ip") or {}).get("address") or {}:
+            net = ipaddress.ip_interface(str(cidr)).network
+            if net.version == 4:
+                want.add((str(net), "connected"))
+    static = ((((tree.get("vrf") or {}).get("default") or {}).get("router") or {}).get("static")) or {}
+    for prefix in static:
+        net = ipaddress.ip_network(str(prefix), strict=False)
+        if net.version == 4:
+            want.add((str(net), "static"))
+    return sorted(want)
+
+
+def test_hbn_routes_present(dpu):
+    """HBN is healthy when its FRR answers `show ip route json` and every route its configuration declares is
+    selected and installed (parsed with plugins/module_utils/_frr.py)."""
+    services, _absent = _wanted(dpu)
+    svc = next((s for s in services if s.get("name") == "hbn"), None)
+    if svc is None:
+        return  # HBN is not asked for here: nothing to judge
+    res = dpu.run("vtysh -c 'show ip route json'")
+    assert res.rc == 0, (f"{dpu.name}: DOCA service hbn: routes: `vtysh -c 'show ip route json'` failed "
+                         f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; expected FRR to answer; "
+                         f"see `crictl ps -a --name doca-hbn` on the DPU; {HBN_FIX}")
+    try:
+        routes = _frr.parse_ip_route_json(res.stdout)
+    except _frr.ParseError as exc:
+        raise AssertionError(f"{dpu.name}: DOCA service hbn: routes: output does not parse: {exc}") from None
+    problems = []
+    for prefix, protocol in _hbn_expected_routes(svc.get("settings") or {}):
+        if prefix not in _frr.selected_prefixes(routes, protocol):
+            found = ", ".join(f"{r['prefix']} ({r['protocol']})" for r in routes) or "no routes"
+            problems.append(f"{dpu.name}: DOCA service hbn: route {prefix} ({protocol}) not selected/installed; "
+                            f"FRR has {found}; expected it from the HBN configuration; {HBN_FIX}")
+    assert not problems, "\n".join(problems)
+
+
+def test_firefly_ptp_state(dpu):
+    """Firefly is healthy when its ptp4l answers `pmc -u -b 0 'GET PORT_DATA_SET'` and every port's portState is in
+    ``doca_services_ptp_states`` (default MASTER, SLAVE, PASSIVE; parsed with plugins/module_utils/_pmc.py)."""
+    services, _absent = _wanted(dpu)
+    if not any(s.get("name") == "firefly" for s in services):
+        return  # Firefly is not asked for here: nothing to judge
+    allowed = [str(s).upper() for s in dpu.vars.get("doca_services_ptp_states", PTP_STATES_DEFAULT)]
+    res = dpu.run("pmc -u -b 0 'GET PORT_DATA_SET'")
+    assert res.rc == 0, (f"{dpu.name}: DOCA service firefly: PTP state: `pmc -u -b 0 'GET PORT_DATA_SET'` failed "
+                         f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; {PTP_FIX}")
+    try:
+        ports = _pmc.parse_port_data_set(res.stdout)
+    except _pmc.ParseError as exc:
+        raise AssertionError(f"{dpu.name}: DOCA service firefly: PTP state: pmc output does not parse: {exc}") from None
+    assert ports, (f"{dpu.name}: DOCA service firefly: PTP state: no ptp4l port answered GET PORT_DATA_SET, expected "
+                   f"one in {allowed}; see `crictl ps -a --name doca-firefly` on the DPU; {PTP_FIX}")
+    bad = [f"{p['port_identity']} is {p['port_state']}" for p in ports if p["port_state"] not in allowed]
+    assert not bad, (f"{dpu.name}: DOCA service firefly: PTP portState {'; '.join(bad)}, expected one of {allowed} "
+                     f"(doca_services_ptp_states); check the grandmaster is reachable and ptp4l's settings; {PTP_FIX}")
