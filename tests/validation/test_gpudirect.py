@@ -6,7 +6,10 @@
   (``/etc/modules-load.d/nvidia-peermem.conf``) on every GPU host that has GPUs;
 - ``/etc/nccl.conf`` exists and agrees with the NIC: NCCL_IB_TC carries the DSCP of the ToS RDMA-CM uses on each
   NIC it names (``cma_roce_tos``), NCCL_IB_GID_INDEX is a RoCE v2 GID of each of them (``show_gids``), every NIC it
-  names exists, and the shell profile exports the same values.
+  names exists, and the shell profile exports the same values;
+- where the inventory sets ``gpu_host_ats`` (true/false), the card's Next Boot ``ATS_ENABLED`` (``mlxconfig q``)
+  matches it (a firmware reset activates it: playbooks/firmware.yml). Where no selected GPU host sets it, the check
+  is marked not applicable (deselected and reported as such by conftest) rather than passing silently.
 
 Files are read under ``bluefleet_fs_root`` (``/`` on real machines; the twin root in the sim inventory).
 """
@@ -17,6 +20,7 @@ import shlex
 
 import pytest
 from ansible_collections.bluefleet.dpu.plugins.module_utils._lspci import parse_lspci
+from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import parse_mlxconfig_query, split_value
 from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import parse_show_gids
 
 pytestmark = pytest.mark.stage("fabric")
@@ -159,3 +163,48 @@ def test_nccl_profile_matches_the_conf(gpu_host):
     exported = _settings(text, export=True)
     assert exported == conf, (f"{gpu_host.name}: /etc/profile.d/nccl.sh exports {exported}, expected the values of "
                               f"/etc/nccl.conf {conf}; {FIX_NCCL}")
+
+
+FIX_ATS = "fix: gpu_host_ats / playbooks/fabric.yml --tags gpudirect"
+
+
+def _ats_wanted(hostvars) -> bool | None:
+    value = hostvars.get("gpu_host_ats")
+    if value is None or isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes", "on", "y", "t")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """test_ats_as_configured has nothing to check where no GPU host sets ``gpu_host_ats``: then it carries the
+    conftest's not-applicable mark (deselected and listed in the summary) instead of passing on every host.
+
+    A mark on the test function reaches every item made from it (the fixture ``gpu_host`` is still parametrized
+    by conftest); a host without the variable in an inventory where another host has it returns from the check
+    (nothing configured, nothing to compare)."""
+    if metafunc.function.__name__ != "test_ats_as_configured":
+        return
+    from testinfra.utils.ansible_runner import AnsibleRunner
+
+    runner = AnsibleRunner.get_runner(metafunc.config.option.ansible_inventory)
+    if not any(_ats_wanted(runner.get_variables(h)) is not None for h in runner.get_hosts("gpu_hosts")):
+        pytest.mark.bluefleet_not_applicable(metafunc.function)
+
+
+def test_ats_as_configured(gpu_host):
+    want = _ats_wanted(gpu_host.vars)
+    if want is None:
+        return  # this host does not set gpu_host_ats (another one does): ATS is left as it is here
+    device = str(gpu_host.vars.get("gpu_host_ats_device") or "")
+    cmd = ("mlxconfig -d %s q ATS_ENABLED" % shlex.quote(device)) if device else "mlxconfig q ATS_ENABLED"
+    res = gpu_host.run(cmd)
+    assert res.rc == 0, f"{gpu_host.name}: {cmd} failed ({res.stdout}{res.stderr}); {FIX_ATS}"
+    devices = parse_mlxconfig_query(res.stdout)["devices"]
+    assert len(devices) == 1, (f"{gpu_host.name}: {cmd} shows {len(devices)} cards, expected one; set "
+                               f"gpu_host_ats_device to the card for ATS; {FIX_ATS}")
+    entry = devices[0]["params"].get("ATS_ENABLED")
+    assert entry is not None, (f"{gpu_host.name}: {devices[0].get('device')} does not show ATS_ENABLED, expected "
+                               f"{want} (firmware without ATS: leave gpu_host_ats unset); {FIX_ATS}")
+    found = split_value(entry["next_boot"])[1]
+    assert found == int(want), (f"{gpu_host.name}: {devices[0].get('device')} ATS_ENABLED (next boot) is "
+                                f"{entry['next_boot']}, expected {'True(1)' if want else 'False(0)'}; {FIX_ATS}")
