@@ -149,3 +149,20 @@ def test_gpu_host_has_neither(twin):
     host = twin("bluefield3", role="host")
     assert host.run(*VTYSH)[0] == 1
     assert host.run(*PMC)[:2] == (0, "sending: GET PORT_DATA_SET\n")
+
+
+def test_hbn_settings_as_a_tree_or_one_set_document(twin):
+    tree = ("vrf:\n  default:\n    router:\n      static:\n        192.0.2.0/24:\n"
+            "          via:\n            10.1.1.1: {}\n")
+    for index, text in enumerate((tree, "set:\n" + "".join("  " + line + "\n" for line in tree.splitlines()))):
+        dpu = twin("bluefield3", role="dpu", name="dpu%d" % index)
+        _hbn(dpu, text)
+        rc, out, _err = dpu.run(*VTYSH)
+        assert rc == 0
+        assert _frr.selected_prefixes(_frr.parse_ip_route_json(out)) == ["192.0.2.0/24"], text
+
+
+def test_ptp_client_only_is_slave_too(twin):
+    dpu = _dpu(twin)
+    _firefly(dpu, "[global]\nclientOnly 1\n")
+    assert _pmc.parse_port_data_set(dpu.run(*PMC)[1])[0]["port_state"] == "SLAVE"
