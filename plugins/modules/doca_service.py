@@ -186,6 +186,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_di
 from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
     ToolError,
+    fs_root_spec,
     parse_output,
     run_module,
     run_tool,
@@ -352,7 +353,7 @@ def argument_spec():
         "env": {"type": "dict", "default": {}},
         "args": {"type": "list", "elements": "str", "default": []},
         "manifest_dir": {"type": "path", "default": _doca.MANIFEST_DIR},
-        "fs_root": {"type": "path", "default": "/"},
+        "fs_root": fs_root_spec(),
         "wait": {"type": "bool", "default": True},
         "wait_timeout": {"type": "int", "default": 180},
         "timeout": timeout_spec(60),

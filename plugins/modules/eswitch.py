@@ -146,6 +146,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_di
 from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
     ToolError,
+    fs_root_spec,
     parse_output,
     run_module,
     run_tool,
@@ -278,7 +279,7 @@ def main():
             "mode": {"type": "str", "choices": ["legacy", "switchdev"], "required": True},
             "inline_mode": {"type": "str", "choices": ["none", "link", "network", "transport"]},
             "encap_mode": {"type": "str", "choices": ["none", "basic"]},
-            "fs_root": {"type": "path", "default": "/"},
+            "fs_root": fs_root_spec(),
             "timeout": timeout_spec(60),
         },
         mutually_exclusive=[("device", "netdev")],

@@ -91,6 +91,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
     parse_output,
     run_module,
     run_tool,
+    timeout_spec,
 )
 
 
@@ -134,7 +135,7 @@ def argument_spec():
         "child": {"type": "str", "required": True},
         "initiate": {"type": "bool", "default": True},
         "wait": {"type": "int", "default": 20},
-        "timeout": {"type": "int", "default": 60},
+        "timeout": timeout_spec(60),
     }
 
 

@@ -112,6 +112,7 @@ import re
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import fs_root_spec
 
 KEY = "IPSEC_FULL_OFFLOAD"
 _ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?%s=(.*)$" % KEY)
@@ -180,7 +181,7 @@ def main():
         argument_spec={
             "full_offload": {"type": "bool", "required": True},
             "path": {"type": "str", "default": "/etc/mellanox/mlnx-bf.conf"},
-            "fs_root": {"type": "path", "default": "/"},
+            "fs_root": fs_root_spec(),
         },
         supports_check_mode=True,
     )

@@ -109,7 +109,12 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils._nccl import parse_all_reduce
 from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import ToolError, parse_output, run_module
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    parse_output,
+    run_module,
+    timeout_spec,
+)
 
 SIZE_RE = re.compile(r"^\d+[KMGkmg]?$")
 ENV_RE = re.compile(r"^NCCL_[A-Z0-9_]+$")
@@ -173,7 +178,7 @@ def argument_spec():
         "launcher": {"type": "list", "elements": "str", "default": []},
         "nccl_env": {"type": "dict", "default": {}},
         "min_busbw": {"type": "float"},
-        "timeout": {"type": "int", "default": 600},
+        "timeout": timeout_spec(600),
     }
 
 

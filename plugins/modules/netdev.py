@@ -120,7 +120,12 @@ import json
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import ToolError, run_module, run_tool
+from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+    ToolError,
+    run_module,
+    run_tool,
+    timeout_spec,
+)
 
 
 def _json(result, what):
@@ -248,7 +253,7 @@ def argument_spec():
             "remote": {"type": "str", "required": True},
             "dstport": {"type": "int", "default": 4789},
         }},
-        "timeout": {"type": "int", "default": 30},
+        "timeout": timeout_spec(30),
     }
 
 

@@ -129,6 +129,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
     parse_output,
     run_module,
     run_tool,
+    timeout_spec,
 )
 
 # other_config keys that ovs-vswitchd reads at start only (DOCA docs "OVS-Kernel Hardware Offloads":
@@ -249,7 +250,7 @@ def argument_spec():
         "ports": {"type": "list", "elements": "str", "default": []},
         "purge_ports": {"type": "bool", "default": False},
         "other_config": {"type": "dict", "default": {}},
-        "timeout": {"type": "int", "default": 60},
+        "timeout": timeout_spec(60),
     }
 
 

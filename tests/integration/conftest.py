@@ -70,6 +70,24 @@ def changed_count(run: dict) -> int:
     return sum((run["stats"].get("changed") or {}).values())
 
 
+def twin_tool(root: Path, *argv: str) -> subprocess.CompletedProcess:
+    """Run a tool of the twin at ``root`` as a person at that machine would (its bin/ first on PATH)."""
+    path = os.pathsep.join([str(root / "bin"), str(BIN), os.environ.get("PATH", "")])
+    env = dict(os.environ, DPUSIM_ROOT=str(root), PATH=path)
+    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def twin_snapshot(inventory: Path, hosts) -> dict:
+    """Twin state and the netdev sysfs files (mtu, ecn, ...) of each of ``hosts`` of a sim inventory."""
+    out = {}
+    for host in hosts:
+        root = inventory.parent / "state" / host
+        files = {str(p.relative_to(root)): p.read_text() for p in sorted((root / "sys" / "class" / "net").rglob("*"))
+                 if p.is_file()}
+        out[host] = (twin_state(root), files)
+    return out
+
+
 def twin_state(root: Path) -> dict:
     proc = subprocess.run([str(BIN / "dpusim"), "--root", str(root), "state"],
                           capture_output=True, text=True, check=True, timeout=60)

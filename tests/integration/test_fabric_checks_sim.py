@@ -6,33 +6,16 @@ The suite runs in a subprocess (pytest + testinfra over the sim inventory), as `
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import BIN, ROOT, ansible_env, make_sim_inventory, run_playbook, twin_state
+from conftest import ROOT, ansible_env, make_sim_inventory, run_playbook, twin_snapshot, twin_state, twin_tool
 
 PLAYBOOK = "playbooks/fabric.yml"
 TAGS = "--tags=roce"
 HOSTS = ("sim01", "sim01-dpu")
-
-
-def tool(root, *argv):
-    path = os.pathsep.join([str(root / "bin"), str(BIN), os.environ.get("PATH", "")])
-    env = dict(os.environ, DPUSIM_ROOT=str(root), PATH=path)
-    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60, check=False)
-
-
-def snapshot(inventory):
-    out = {}
-    for host in HOSTS:
-        root = inventory.parent / "state" / host
-        files = {str(p.relative_to(root)): p.read_text() for p in sorted((root / "sys" / "class" / "net").rglob("*"))
-                 if p.is_file()}
-        out[host] = (twin_state(root), files)
-    return out
 
 
 def failed_msgs(run):
@@ -52,7 +35,7 @@ def fleet(tmp_path_factory):
     run_playbook(PLAYBOOK, inventory, "--list-hosts")
     for host, netdevs in (("sim01", ("ens1f0np0", "ens1f1np1")), ("sim01-dpu", ("p0", "p1"))):
         for netdev in netdevs:
-            tool(inventory.parent / "state" / host, "mlnx_qos", "-i", netdev)
+            twin_tool(inventory.parent / "state" / host, "mlnx_qos", "-i", netdev)
     return inventory
 
 
@@ -63,12 +46,12 @@ def fleet(tmp_path_factory):
     ('{"bluefleet_roce_netdevs": ["p9"]}', "p9 has no RDMA device"),
 ])
 def test_bad_input_is_a_clear_error_and_changes_nothing(fleet, extra, words):
-    before = snapshot(fleet)
+    before = twin_snapshot(fleet, HOSTS)
     run = run_playbook(PLAYBOOK, fleet, TAGS, "-e", "'%s'" % extra, check=False)
     assert run["rc"] != 0
     msgs = failed_msgs(run)
     assert msgs and all(words in m for m in msgs), msgs
-    assert snapshot(fleet) == before, "a bad value must stop the run before anything changes"
+    assert twin_snapshot(fleet, HOSTS) == before, "a bad value must stop the run before anything changes"
 
 
 def run_suite(inventory, tmp_path):
@@ -95,7 +78,7 @@ def test_breaking_one_setting_on_one_dpu_fails_exactly_that_check(fleet, tmp_pat
     assert proc.returncode == 0 and failures == {} and passed >= 17, proc.stdout[-3000:]
 
     dpu_root = fleet.parent / "state" / "sim01-dpu"
-    assert tool(dpu_root, "mlnx_qos", "-i", "p0", "--trust", "pcp").returncode == 0
+    assert twin_tool(dpu_root, "mlnx_qos", "-i", "p0", "--trust", "pcp").returncode == 0
     proc, failures, _passed = run_suite(fleet, tmp_path)
     assert proc.returncode == 1 and list(failures) == ["test_roce_trust_dscp[sim01-dpu]"], failures
     msg = failures["test_roce_trust_dscp[sim01-dpu]"]
@@ -104,7 +87,7 @@ def test_breaking_one_setting_on_one_dpu_fails_exactly_that_check(fleet, tmp_pat
 
     fix = run_playbook(PLAYBOOK, fleet, TAGS)  # the fix the message names puts it back, on that DPU only
     assert set(fix["stats"].get("changed") or {}) == {"sim01-dpu"}
-    assert "Priority trust state: dscp" in tool(dpu_root, "mlnx_qos", "-i", "p0").stdout
+    assert "Priority trust state: dscp" in twin_tool(dpu_root, "mlnx_qos", "-i", "p0").stdout
 
 
 def test_infiniband_variant_sets_link_type_for_next_boot_and_renders_opensm(fleet):

@@ -7,10 +7,9 @@ the boot-time script the role installs, and a re-run that puts it back too. Twin
 
 from __future__ import annotations
 
-import os
 import subprocess
 
-from conftest import BIN, changed_count, make_sim_inventory, run_playbook, twin_state
+from conftest import BIN, changed_count, make_sim_inventory, run_playbook, twin_snapshot, twin_tool
 
 PLAYBOOK = "playbooks/fabric.yml"
 TAGS = "--tags=roce"
@@ -18,27 +17,10 @@ HOSTS = ("sim01", "sim01-dpu")
 NETDEVS = {"sim01": ("ens1f0np0", "ens1f1np1"), "sim01-dpu": ("p0", "p1")}
 
 
-def tool(root, *argv):
-    path = os.pathsep.join([str(root / "bin"), str(BIN), os.environ.get("PATH", "")])
-    env = dict(os.environ, DPUSIM_ROOT=str(root), PATH=path)
-    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60, check=False)
-
-
-def snapshot(inventory):
-    """Twin state and the sysfs files (mtu, ecn) of every node."""
-    out = {}
-    for host in HOSTS:
-        root = inventory.parent / "state" / host
-        files = {str(p.relative_to(root)): p.read_text() for p in sorted((root / "sys" / "class" / "net").rglob("*"))
-                 if p.is_file()}
-        out[host] = (twin_state(root), files)
-    return out
-
-
 def qos_of(inventory, host, netdev):
     root = inventory.parent / "state" / host
     net = root / "sys" / "class" / "net" / netdev
-    return {"mlnx_qos": tool(root, "mlnx_qos", "-i", netdev).stdout,
+    return {"mlnx_qos": twin_tool(root, "mlnx_qos", "-i", netdev).stdout,
             "mtu": (net / "mtu").read_text().strip(),
             "ecn3": (net / "ecn" / "roce_np" / "enable" / "3").read_text().strip()}
 
@@ -57,20 +39,20 @@ def test_four_times_then_reboot_loses_qos_and_boot_script_restores_it(tmp_path, 
     inventory = make_sim_inventory(tmp_path / "inventory", nodes=1)
     run_playbook(PLAYBOOK, inventory, "--list-hosts")  # creates the twin roots
     for host in HOSTS:
-        tool(inventory.parent / "state" / host, "mlnx_qos", "-i", NETDEVS[host][0])  # the node after its boot
-    before = snapshot(inventory)
+        twin_tool(inventory.parent / "state" / host, "mlnx_qos", "-i", NETDEVS[host][0])  # the node after its boot
+    before = twin_snapshot(inventory, HOSTS)
 
     check = run_playbook(PLAYBOOK, inventory, TAGS, "--check", "--diff")
     assert set(check["stats"].get("changed") or {}) == set(HOSTS)
     assert "+    trust: dscp" in check["stdout"] or "trust: dscp" in check["stdout"]
-    assert snapshot(inventory) == before, "check mode must leave the twin and its sysfs untouched"
+    assert twin_snapshot(inventory, HOSTS) == before, "check mode must leave the twin and its sysfs untouched"
 
     apply = run_playbook(PLAYBOOK, inventory, TAGS)
     assert set(apply["stats"].get("changed") or {}) == set(HOSTS)
     assert_lossless(inventory)
     dpu_root = inventory.parent / "state" / "sim01-dpu"
-    assert tool(dpu_root, "cma_roce_mode", "-d", "mlx5_0", "-p", "1").stdout == "RoCE v2\n"
-    assert tool(dpu_root, "cma_roce_tos", "-d", "mlx5_0", "-p", "1").stdout == "104\n"
+    assert twin_tool(dpu_root, "cma_roce_mode", "-d", "mlx5_0", "-p", "1").stdout == "RoCE v2\n"
+    assert twin_tool(dpu_root, "cma_roce_tos", "-d", "mlx5_0", "-p", "1").stdout == "104\n"
     env_file = (dpu_root / "etc" / "bluefleet" / "roce-qos.env").read_text()
     assert 'ROCE_PORTS="p0:mlx5_0:1 p1:mlx5_1:1"' in env_file and "ROCE_TC_BW=8,7,7,50,7,7,7,7\n" in env_file
     unit = (dpu_root / "etc" / "systemd" / "system" / "bluefleet-roce-qos.service").read_text()
@@ -86,14 +68,15 @@ def test_four_times_then_reboot_loses_qos_and_boot_script_restores_it(tmp_path, 
                    timeout=120)
     lost = qos_of(inventory, "sim01-dpu", "p0")
     assert "Priority trust state: pcp" in lost["mlnx_qos"] and lost["mtu"] == "1500" and lost["ecn3"] == "0"
-    assert tool(dpu_root, "cma_roce_tos", "-d", "mlx5_0", "-p", "1").stdout == "0\n"
+    assert twin_tool(dpu_root, "cma_roce_tos", "-d", "mlx5_0", "-p", "1").stdout == "0\n"
     # ... and the script the boot-time unit runs, with the unit's environment file, puts it back.
     script = dpu_root / "usr" / "local" / "sbin" / "bluefleet-roce-qos"
-    res = tool(dpu_root, "sh", "-c", "set -a; . %s; set +a; %s" % (dpu_root / "etc/bluefleet/roce-qos.env", script))
+    env_file = dpu_root / "etc/bluefleet/roce-qos.env"
+    res = twin_tool(dpu_root, "sh", "-c", "set -a; . %s; set +a; %s" % (env_file, script))
     assert res.returncode == 0, res.stderr + res.stdout
     assert "bluefleet-roce-qos: p0 (mlx5_0/1) trust dscp" in res.stdout
     assert_lossless(inventory)
-    assert tool(dpu_root, "cma_roce_tos", "-d", "mlx5_1", "-p", "1").stdout == "104\n"
+    assert twin_tool(dpu_root, "cma_roce_tos", "-d", "mlx5_1", "-p", "1").stdout == "104\n"
 
     # A second reboot without the unit: the play finds the loss and restores it, on the DPU only.
     subprocess.run([str(BIN / "dpusim"), "--root", str(dpu_root), "reboot"], check=True, capture_output=True,
