@@ -44,6 +44,8 @@ test: venv
 
 lint: venv
 	$(BIN)/ruff check src plugins tests
+	@# Layer contracts (.importlinter): module_utils parsers / plumbing / domain, and the twin independent of them.
+	PYTHONPATH=$(CURDIR)/.collections:$(CURDIR)/src $(BIN)/lint-imports --no-cache
 	$(BIN)/yamllint -s .
 	@# ansible-lint installs the collection it lints into $$HOME/.ansible and does not refresh a copy
 	@# of the same version: a throw-away HOME keeps a stale copy from shadowing the tree being linted.

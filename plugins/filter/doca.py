@@ -3,7 +3,7 @@
 """Filter ``bluefleet.dpu.snap_settings``: the SNAP storage settings of a DPU (remote NVMe-oF targets, the
 emulated NVMe controllers and their namespaces), checked on the controller before a role writes anything.
 
-The rules are the ones of ``module_utils._doca.check_snap`` (the conformance check uses the same function):
+The rules are the ones of ``module_utils.domain._doca.check_snap`` (the conformance check uses the same function):
 every target has name, address and an NQN starting with ``nqn.``; controllers are unique with a non-negative
 integer ``pf_id``; every namespace has a unique positive ``nsid``, a declared controller, a bdev
 ``<target>n<N>`` of a declared target and, when given, a positive integer ``size_bytes``. Settings that hang
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._doca import SNAP_FIX, DocaError, check_snap
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._doca import SNAP_FIX, DocaError, check_snap
 
 
 def _fail(msg):

@@ -211,8 +211,7 @@ import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._bf_release import parse_bfver
-from ansible_collections.bluefleet.dpu.plugins.module_utils._bfb import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._bfb import (
     BfbError,
     bf_cfg_settings,
     classify_console,
@@ -223,18 +222,19 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._bfb import (
     render_bf_cfg,
     scrub,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import flint_versions
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import change_reset
-from ansible_collections.bluefleet.dpu.plugins.module_utils._rshim import parse_bfb_install, parse_rshim_misc
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import flint_versions
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import change_reset
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import parse_bfver
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import parse_bfb_install, parse_rshim_misc
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import (
     ToolRunner,
     error_reason,
     tool_missing,
     version_line,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     is_sha256,
     nonpositive_seconds,

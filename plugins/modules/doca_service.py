@@ -180,11 +180,11 @@ import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _doca
-from ansible_collections.bluefleet.dpu.plugins.module_utils._crictl import parse_pods_json, parse_ps_json
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _doca
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._crictl import parse_pods_json, parse_ps_json
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     fs_root_spec,
     parse_output,

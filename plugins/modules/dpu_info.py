@@ -244,18 +244,18 @@ import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._bf_release import PARSERS as BF_RELEASE_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import full_bdf, group_by_card, side_of
-from ansible_collections.bluefleet.dpu.plugins.module_utils._devlink import PARSERS as DEVLINK_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import PARSERS as FLINT_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import PARSERS as MLXCONFIG_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import split_value
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxprivhost import PARSERS as MLXPRIVHOST_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mst import PARSERS as MST_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._rshim import PARSERS as RSHIM_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, version_line
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import full_bdf, group_by_card, side_of
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import PARSERS as BF_RELEASE_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import PARSERS as DEVLINK_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import PARSERS as FLINT_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import PARSERS as MLXCONFIG_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import PARSERS as MLXPRIVHOST_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import PARSERS as MST_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import PARSERS as RSHIM_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     ToolReader,
     fs_root_spec,

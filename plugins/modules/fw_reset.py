@@ -252,22 +252,22 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
-from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
     flint_versions,
     only_card,
     query_nvconfig,
     read_mst,
     side_of,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import split_value
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxfwreset import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import PlanError, describe, plan, render
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import (
     parse_mlxfwreset_query,
     parse_mlxfwreset_reset,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import PlanError, describe, plan, render
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     parse_output,
     run_module,

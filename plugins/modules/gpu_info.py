@@ -152,10 +152,10 @@ cmd:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._lsmod import PARSERS as LSMOD_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._nvidia_smi import PARSERS as NVIDIA_SMI_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lsmod import PARSERS as LSMOD_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nvidia_smi import PARSERS as NVIDIA_SMI_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     ToolReader,
     fs_root_spec,

@@ -155,12 +155,12 @@ tool_version:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import only_card, read_mst
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxprivhost import parse_mlxprivhost_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import largest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import only_card, read_mst
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import parse_mlxprivhost_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     parse_output,
     run_module,

@@ -134,10 +134,10 @@ tool_version:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._perftest import parse_ib_write_bw
-from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import parse_ibdev2netdev
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._perftest import parse_ib_write_bw
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_ibdev2netdev
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     parse_output,
     run_module,

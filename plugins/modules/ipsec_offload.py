@@ -112,7 +112,7 @@ import re
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import fs_root_spec
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec
 
 KEY = "IPSEC_FULL_OFFLOAD"
 _ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?%s=(.*)$" % KEY)

@@ -107,9 +107,9 @@ cmd:
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._nccl import parse_all_reduce
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nccl import parse_all_reduce
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     parse_output,
     run_module,

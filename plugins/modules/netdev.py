@@ -118,9 +118,9 @@ import ipaddress
 import json
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     run_module,
     run_tool,

@@ -155,12 +155,12 @@ tool_version:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import parse_flint_burn, parse_flint_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxfwmanager import parse_mlxfwmanager_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import change_reset
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import change_reset
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn, parse_flint_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwmanager import parse_mlxfwmanager_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     is_sha256,
     parse_output,

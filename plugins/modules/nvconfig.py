@@ -185,12 +185,12 @@ import difflib
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import only_card, query_nvconfig, read_mst
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import parse_mlxconfig_set, split_value
-from ansible_collections.bluefleet.dpu.plugins.module_utils._reset_plan import largest, param_reset
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, version_line
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import only_card, query_nvconfig, read_mst
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest, param_reset
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_set, split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     parse_output,
     run_module,

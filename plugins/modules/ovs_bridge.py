@@ -121,10 +121,10 @@ tool_version:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._ovs import parse_vsctl_get_map, parse_vsctl_show
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._ovs import parse_vsctl_get_map, parse_vsctl_show
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     parse_output,
     run_module,

@@ -118,10 +118,10 @@ tool_version:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._lsmod import parse_lsmod
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner, error_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lsmod import parse_lsmod
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     fs_root_spec,
     parse_output,

@@ -91,9 +91,9 @@ cmd:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import parse_rdma_link
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_rdma_link
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     parse_output,
     run_module,
     run_tool,

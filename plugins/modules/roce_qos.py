@@ -191,14 +191,7 @@ cmd:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlnx_qos import parse_mlnx_qos
-from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import (
-    parse_cma_roce_mode,
-    parse_cma_roce_tos,
-    parse_ibdev2netdev,
-)
-from ansible_collections.bluefleet.dpu.plugins.module_utils._roce import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce import (
     ECN_PROTOS,
     PRIORITIES,
     ROCE_MODE_ARGS,
@@ -206,8 +199,15 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._roce import (
     pfc_vector,
     validate,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlnx_qos import parse_mlnx_qos
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import (
+    parse_cma_roce_mode,
+    parse_cma_roce_tos,
+    parse_ibdev2netdev,
+)
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     parse_output,
     run_module,

@@ -1,6 +1,6 @@
 """``bluefleet parse KIND [FILE|-]``: read one tool's output and print the parsed data as JSON.
 
-The parsers are the collection's own (``plugins/module_utils/_*.py``); every module there
+The parsers are the collection's own (``plugins/module_utils/parsers/_*.py``); every module there
 that defines ``PARSERS = {"kind": function}`` is picked up, so a new parser needs no change here.
 Contract: ``docs/parse-contract.md`` (exit 0 and JSON on stdout; exit 2 and one line on stderr).
 
@@ -17,7 +17,7 @@ import sys
 
 from bluefleet._collection import ensure_importable
 
-PACKAGE = "ansible_collections.bluefleet.dpu.plugins.module_utils"
+PACKAGE = "ansible_collections.bluefleet.dpu.plugins.module_utils.parsers"
 HEADER_END = "# ---"
 
 USAGE = """usage: bluefleet parse KIND [FILE|-]
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         return _err(f"cannot read {source}: {exc.strerror or exc}")
     # importable only after ensure_importable() (called by discover_parsers above)
-    from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError  # noqa: PLC0415
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError  # noqa: PLC0415
 
     try:
         data = parsers[kind](strip_header(text))

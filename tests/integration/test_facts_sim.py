@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value
 from conftest import ROOT, ansible_env, make_sim_inventory, run_playbook, twin_state
 
 from dpusim import linux_state, state

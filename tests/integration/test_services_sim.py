@@ -19,7 +19,7 @@ import os
 import subprocess
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _prometheus
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers import _prometheus
 from conftest import BIN, changed_count, make_sim_inventory, run_playbook
 
 PLAYBOOK = "playbooks/services.yml"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import shlex
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlnx_qos import parse_mlnx_qos
-from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlnx_qos import parse_mlnx_qos
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import (
     parse_cma_roce_mode,
     parse_cma_roce_tos,
     parse_ibdev2netdev,

@@ -19,9 +19,9 @@ from __future__ import annotations
 import shlex
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._lspci import parse_lspci
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import parse_mlxconfig_query, split_value
-from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import parse_show_gids
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lspci import parse_lspci
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query, split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_show_gids
 
 pytestmark = pytest.mark.stage("fabric")
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 from ansible_collections.bluefleet.dpu.plugins.filter.ipsec_peers import ipsec_peers
-from ansible_collections.bluefleet.dpu.plugins.module_utils._xfrm import parse_state
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._xfrm import parse_state
 
 pytestmark = pytest.mark.stage("offload")
 

@@ -9,7 +9,7 @@ and TCP). Needs the node's own network namespace and Open vSwitch: lab container
 from __future__ import annotations
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._ovs import parse_vsctl_get_map, parse_vsctl_show
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._ovs import parse_vsctl_get_map, parse_vsctl_show
 
 pytestmark = pytest.mark.stage("offload")
 

@@ -6,7 +6,7 @@ its static pod is Ready and every container runs; the image the kubelet runs is 
 ``doca_services_max_restarts`` times (default 0: a restart is a crash until someone looks).
 Services in ``doca_services_absent`` must have no pod.
 
-crictl output is read with the collection's parsers (plugins/module_utils/_crictl.py; layouts in
+crictl output is read with the collection's parsers (plugins/module_utils/parsers/_crictl.py; layouts in
 shared/corpus/crictl and cri-tools' source).
 """
 
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _crictl, _doca, _frr, _nvme, _pmc, _prometheus
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _doca
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers import _crictl, _frr, _nvme, _pmc, _prometheus
 
 pytestmark = pytest.mark.stage("services")
 
@@ -191,7 +192,7 @@ SNAP_FIX = ("fix: doca_services_snap_targets / doca_services_snap_namespaces / d
 
 def test_snap_namespace_visible(pair):
     """SNAP is healthy when the paired GPU host sees every namespace the inventory declares: `nvme list` on the
-    host (parsed with plugins/module_utils/_nvme.py) has a namespace with that NSID, and, where the namespace
+    host (parsed with plugins/module_utils/parsers/_nvme.py) has a namespace with that NSID, and, where the namespace
     entry gives ``size_bytes``, that size. The DPU's SNAP pod must be Ready first (`crictl pods`)."""
     dpu, host = pair.dpu, pair.host
     services, _absent = _wanted(dpu)
@@ -289,7 +290,7 @@ def _hbn_expected_routes(settings):
 
 def test_hbn_routes_present(dpu):
     """HBN is healthy when its FRR answers `show ip route json` and every route its configuration declares is
-    selected and installed (parsed with plugins/module_utils/_frr.py)."""
+    selected and installed (parsed with plugins/module_utils/parsers/_frr.py)."""
     services, _absent = _wanted(dpu)
     svc = next((s for s in services if s.get("name") == "hbn"), None)
     if svc is None:
@@ -313,7 +314,7 @@ def test_hbn_routes_present(dpu):
 
 def test_firefly_ptp_state(dpu):
     """Firefly is healthy when its ptp4l answers `pmc -u -b 0 'GET PORT_DATA_SET'` and every port's portState is in
-    ``doca_services_ptp_states`` (default MASTER, SLAVE, PASSIVE; parsed with plugins/module_utils/_pmc.py)."""
+    ``doca_services_ptp_states`` (default MASTER, SLAVE, PASSIVE; parsed with plugins/module_utils/parsers/_pmc.py)."""
     services, _absent = _wanted(dpu)
     if not any(s.get("name") == "firefly" for s in services):
         return  # Firefly is not asked for here: nothing to judge

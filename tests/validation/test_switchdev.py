@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.bluefleet.dpu.plugins.module_utils._devlink import parse_eswitch, parse_port
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import parse_eswitch, parse_port
 from ansible_collections.bluefleet.dpu.plugins.modules.ipsec_offload import file_value
 
 pytestmark = pytest.mark.stage("offload")

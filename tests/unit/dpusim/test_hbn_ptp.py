@@ -1,10 +1,10 @@
 """dpusim HBN routes (``vtysh -c 'show ip route json'``) and Firefly PTP state (``pmc -u -b 0 'GET PORT_DATA_SET'``):
 derived from the services' config files, answered only while their containers run; read back with the
-collection's parsers (plugins/module_utils/_frr.py, _pmc.py)."""
+collection's parsers (plugins/module_utils/parsers/_frr.py, _pmc.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _frr, _pmc
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers import _frr, _pmc
 
 from dpusim import kubelet, state
 

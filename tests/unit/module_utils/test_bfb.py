@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _bfb
-from ansible_collections.bluefleet.dpu.plugins.module_utils._rshim import parse_bfb_install, parse_rshim_misc
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _bfb
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import parse_bfb_install, parse_rshim_misc
 
 from bluefleet.parse import strip_header
 

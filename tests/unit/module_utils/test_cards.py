@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
     card_handles,
     flint_versions,
     full_bdf,
@@ -18,8 +18,8 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils._cards import (
     read_mst,
     side_of,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import RC_MISSING, CommandResult
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import ToolError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import RC_MISSING, CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
 
 from bluefleet.parse import strip_header
 

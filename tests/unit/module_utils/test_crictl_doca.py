@@ -9,8 +9,9 @@ header words, tabwriter padding (min width 20, padding 3), 13-character ids, "Ab
 from __future__ import annotations
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _crictl, _doca
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _doca
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers import _crictl
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._diff import changed_keys, make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import changed_keys, make_diff
 
 
 def test_equal_dicts_have_no_changes():

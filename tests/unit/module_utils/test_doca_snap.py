@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _doca
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _doca
 
 TARGETS = [{"name": "nvme0", "address": "192.0.2.10", "port": 4420, "nqn": "nqn.2026-01.org.example:s0"}]
 CONTROLLERS = [{"name": "NVMeCtrl1", "pf_id": 0}]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _frr, _pmc
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers import _frr, _pmc
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 
 from bluefleet.parse import strip_header
 

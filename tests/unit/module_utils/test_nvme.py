@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _nvme
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers import _nvme
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 
 from bluefleet.parse import strip_header
 

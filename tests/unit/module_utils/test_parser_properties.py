@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 
 from bluefleet.parse import discover_parsers, strip_header
 
@@ -76,7 +76,7 @@ def test_mlxconfig_row_with_wrong_number_of_values_names_the_line():
 
 
 def test_mlxconfig_split_value_helper():
-    from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import split_value  # noqa: PLC0415
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value  # noqa: PLC0415
 
     assert split_value("EMBEDDED_CPU(1)") == ("EMBEDDED_CPU", 1)
     assert split_value(16) == (None, 16)

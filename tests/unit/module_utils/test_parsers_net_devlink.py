@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._devlink import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import (
     parse_dev_info,
     parse_eswitch,
     parse_param,
     parse_port,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils._ethtool import parse_features
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._ethtool import parse_features
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 
 
 def test_dev_info_error_answer_names_the_line():

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._lsmod import parse_lsmod
-from ansible_collections.bluefleet.dpu.plugins.module_utils._nccl import parse_all_reduce
-from ansible_collections.bluefleet.dpu.plugins.module_utils._nvidia_smi import parse_nvidia_smi, parse_topo
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._perftest import parse_ib_write_bw
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lsmod import parse_lsmod
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nccl import parse_all_reduce
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nvidia_smi import parse_nvidia_smi, parse_topo
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._perftest import parse_ib_write_bw
 
 from bluefleet.parse import strip_header
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._ovs import parse_dump_flows, parse_vsctl_show
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._swanctl import parse_list_sas
-from ansible_collections.bluefleet.dpu.plugins.module_utils._xfrm import parse_policy, parse_state
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._ovs import parse_dump_flows, parse_vsctl_show
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._swanctl import parse_list_sas
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._xfrm import parse_policy, parse_state
 
 KEY = "0x000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 

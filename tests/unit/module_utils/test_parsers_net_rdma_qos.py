@@ -7,9 +7,9 @@ shared/corpus/ibv_devinfo/FORMAT-from-source.md, shared/corpus/mlnx_qos/FORMAT-f
 from __future__ import annotations
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlnx_qos import parse_mlnx_qos
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._rdma import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlnx_qos import parse_mlnx_qos
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import (
     parse_cma_roce_mode,
     parse_ibdev2netdev,
     parse_ibv_devinfo,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _prometheus
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers import _prometheus
 
 PAGE = (
     "# HELP port_rcv_data Octets received, divided by 4\n"

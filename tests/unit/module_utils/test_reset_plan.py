@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _reset_plan as rp
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _reset_plan as rp
 
 
 def test_classes_are_ordered_smallest_first():

@@ -7,7 +7,7 @@ Examples for the documented cases, hypothesis for the properties: a derivation r
 from __future__ import annotations
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._roce import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce import (
     MLX5_MAX_MTU,
     RoceError,
     default_dscp_priority,

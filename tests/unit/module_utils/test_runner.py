@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import (
     RC_MISSING,
     RC_TIMEOUT,
     CommandResult,

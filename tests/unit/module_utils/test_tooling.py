@@ -6,14 +6,14 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import (
     RC_MISSING,
     RC_TIMEOUT,
     CommandResult,
     version_line,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     ToolReader,
     fs_root_spec,

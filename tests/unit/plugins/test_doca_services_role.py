@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jinja2
 import yaml
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _doca
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _doca
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "doca_services"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import RC_MISSING, CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import RC_MISSING, CommandResult
 
 from bluefleet.parse import strip_header
 

@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.bluefleet.dpu.plugins.module_utils import _doca
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _doca
 from ansible_collections.bluefleet.dpu.plugins.modules import doca_service
 from test_fw_reset import FakeRunner, Script
 

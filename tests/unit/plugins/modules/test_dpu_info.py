@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import RC_TIMEOUT, CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import RC_TIMEOUT, CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import dpu_info
 from fake_tools import fixture_text
 

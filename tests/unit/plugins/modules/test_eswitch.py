@@ -18,7 +18,7 @@ import os
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import eswitch
 from test_fw_reset import Script
 

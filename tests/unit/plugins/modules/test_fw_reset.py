@@ -15,7 +15,7 @@ import json
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import fw_reset
 from test_nvconfig import DEV, MST_DPU, query
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import ipsec_child
 
 # `swanctl --list-sas` of strongSwan 6.0.1 in the lab (trixie image, kernel-libipsec), layout as

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import netdev
 
 

@@ -16,7 +16,7 @@ import json
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import nvconfig
 
 DEV = "/dev/mst/mt41692_pciconf0"

@@ -7,7 +7,7 @@ map as in ovs/cx6-proxmox-get-other_config.txt.
 
 from __future__ import annotations
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import ovs_bridge
 
 UUID = "e984689a-52fd-48d9-8333-58ac7476ce65"

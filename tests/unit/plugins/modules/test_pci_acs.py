@@ -7,7 +7,7 @@ ACSCtl flags all ``-`` (the value pciutils prints for a zero register). setpci p
 
 from __future__ import annotations
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import pci_acs
 from fake_tools import fixture_text
 

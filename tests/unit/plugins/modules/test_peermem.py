@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import peermem
 from fake_tools import fixture_text
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils._runner import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import (
     error_reason,
     tool_missing,
     version_line,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError, split_lines, to_int
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines, to_int
 
 _VERSION_RE = re.compile(r"Driver Version:\s*(?P<driver>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?")
 _SMI_RE = re.compile(r"NVIDIA-SMI\s+(?P<smi>\S+)")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
 
 _HANDLE_RE = re.compile(r"^[a-z][a-z0-9_]*/[^\s/]+(?:/\d+)?$")
 _MONITOR_PREFIX_RE = re.compile(r"^\[[a-z_]+,[a-z_]+\]\s*")

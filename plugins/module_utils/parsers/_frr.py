@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 
 KIND = "frr-ip-route-json"
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import (
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
     ParseError,
     no_structure,
     snake,

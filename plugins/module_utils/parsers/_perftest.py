@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
 
 KIND = "ib-write-bw"
 _MIB_PER_S_TO_GBPS = 1048576 / 125000000

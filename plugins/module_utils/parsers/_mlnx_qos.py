@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError, split_lines, to_int
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines, to_int
 
 KIND = "mlnx-qos"
 _TC_RE = re.compile(

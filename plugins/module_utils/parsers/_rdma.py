@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError, split_lines, to_int
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines, to_int
 
 _IPV4_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 

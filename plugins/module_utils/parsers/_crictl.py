@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
 
 KIND_PS = "crictl-ps-json"
 KIND_PODS = "crictl-pods-json"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 
 KIND = "pmc-port-data-set"
 _HEADER = re.compile(r"^(\S+) seq (\d+) RESPONSE MANAGEMENT PORT_DATA_SET$")

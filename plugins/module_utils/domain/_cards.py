@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils._flint import parse_flint_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mlxconfig import parse_mlxconfig_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils._mst import parse_mst_status
-from ansible_collections.bluefleet.dpu.plugins.module_utils._tooling import ToolError, parse_output, run_tool
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import parse_mst_status
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError, parse_output, run_tool
 
 MST_STATUS_ARGV = ("mst", "status", "-v")
 
