@@ -59,6 +59,8 @@ def run_bench(args):
     inventory = work / "inventory" / "fleet.sim.yml"
     inventory.parent.mkdir()
     inventory.write_text("plugin: bluefleet.dpu.sim\nnodes: %d\nprofile: bluefield3\nstate_dir: state\n" % args.nodes)
+    subprocess.run([str(BIN / "bluefleet"), "sim", "init", "-i", str(inventory)], check=True, capture_output=True,
+                   timeout=1800)
     image = work / "fw.bin"
     subprocess.run([str(BIN / "dpusim"), "make-image", "--kind", "nic-fw", "--profile", "bluefield3", "--version",
                     NEW_FW, "-o", str(image)], check=True, capture_output=True, timeout=60)

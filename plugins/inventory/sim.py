@@ -13,9 +13,9 @@ description:
     C(ansible_connection=local).
   - Every inventory host gets its own device-twin root (C(dpusim)) under O(state_dir); a GPU host
     and its DPU share one card directory, as a real host and its BlueField share one card.
-  - Missing twin roots are created with C(dpusim env) and C(dpusim init) when the inventory is
-    parsed, so C(ansible-playbook -i inventories/sim site.yml) works on a fresh clone without
-    any other step. Existing roots are reused, so state persists between runs.
+  - Reading the inventory writes nothing. The twin roots are created by C(bluefleet sim init -i PATH)
+    (C(bluefleet run) does it for a sim inventory); parsing an inventory whose roots are missing fails
+    with that command in the message. Existing roots are reused, so state persists between runs.
   - Tasks reach the twin through the C(bluefleet_environment) host variable (PATH and
     DPUSIM_ROOT), which the plays of this collection pass to C(environment).
   - Each host also gets the settings that differ between a twin and a real machine
@@ -65,7 +65,9 @@ plugin: bluefleet.dpu.sim
 nodes: 4
 profile: bluefield3
 
-# Then, for 100 nodes:  BLUEFLEET_SIM_NODES=100 ansible-playbook -i inventories/sim site.yml
+# Then, for 100 nodes:
+#   BLUEFLEET_SIM_NODES=100 bluefleet sim init -i inventories/sim
+#   BLUEFLEET_SIM_NODES=100 ansible-playbook -i inventories/sim site.yml
 """
 
 import os
@@ -86,6 +88,22 @@ class InventoryModule(BaseInventoryPlugin):
     def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
+        dpusim = self._dpusim()
+        hosts = self.layout(path)
+        tool_names = self._run([dpusim, "tools"]).split()
+        missing = [h["root"] for h in hosts if not self.ready(h["root"], tool_names)]
+        if missing:
+            raise AnsibleParserError(
+                "bluefleet.dpu.sim: %d of %d twin roots are missing or incomplete under %s (first: %s); an "
+                "inventory read creates nothing: run `bluefleet sim init -i %s` first (bluefleet run does it)" % (
+                    len(missing), len(hosts), os.path.dirname(missing[0]), missing[0], path))
+        for group in ("gpu_hosts", "dpus"):
+            self.inventory.add_group(group)
+        for h in hosts:
+            self._add(h, dpusim)
+
+    def layout(self, path):
+        """Every host of this inventory: ``{name, group, role, root, card_dir, profile, pair}`` (pure, no I/O)."""
         nodes = self.get_option("nodes")
         if not isinstance(nodes, int) or nodes < 1:
             raise AnsibleParserError("%s: nodes must be a positive integer, got %r" % (path, nodes))
@@ -94,21 +112,23 @@ class InventoryModule(BaseInventoryPlugin):
         state_dir = self.get_option("state_dir")
         if not os.path.isabs(state_dir):
             state_dir = os.path.join(os.path.dirname(os.path.abspath(path)), state_dir)
-        dpusim = self._dpusim()
-        tool_names = self._run([dpusim, "tools"]).split()
-
-        for group in ("gpu_hosts", "dpus"):
-            self.inventory.add_group(group)
         width = max(2, len(str(nodes)))
+        out = []
         for index in range(1, nodes + 1):
             host = "%s%0*d" % (prefix, width, index)
             dpu = host + "-dpu"
             card_dir = os.path.join(state_dir, host + ".card")
-            self._add(host, "gpu_hosts", "host", os.path.join(state_dir, host), card_dir, profile, dpusim, tool_names)
-            self._add(dpu, "dpus", "dpu", os.path.join(state_dir, dpu), card_dir, profile, dpusim, tool_names)
-            self.inventory.set_variable(host, "bluefleet_dpus", [dpu])
-            self.inventory.set_variable(dpu, "bluefleet_host", host)
-            self.inventory.set_variable(dpu, "bluefleet_rshim", "rshim0")
+            out.append({"name": host, "group": "gpu_hosts", "role": "host", "root": os.path.join(state_dir, host),
+                        "card_dir": card_dir, "profile": profile, "pair": dpu})
+            out.append({"name": dpu, "group": "dpus", "role": "dpu", "root": os.path.join(state_dir, dpu),
+                        "card_dir": card_dir, "profile": profile, "pair": host})
+        return out
+
+    @staticmethod
+    def ready(root, tool_names):
+        bindir = os.path.join(root, "bin")
+        return os.path.exists(os.path.join(root, "node.json")) and all(
+            os.path.exists(os.path.join(bindir, tool)) for tool in tool_names)
 
     def _dpusim(self):
         configured = self.get_option("dpusim")
@@ -124,13 +144,14 @@ class InventoryModule(BaseInventoryPlugin):
                 "run `make venv` and use .venv/bin/ansible-playbook, or set the dpusim option" % sys.executable)
         return found
 
-    def _add(self, name, group, role, root, card_dir, profile, dpusim, tool_names):
-        self.inventory.add_host(name, group=group)
-        if not os.path.exists(os.path.join(root, "node.json")):
-            self._run([dpusim, "--root", root, "init", "--profile", profile, "--role", role, "--card-dir", card_dir])
-        bindir = os.path.join(root, "bin")
-        if not all(os.path.exists(os.path.join(bindir, tool)) for tool in tool_names):
-            self._run([dpusim, "env", "--root", root])
+    def _add(self, h, dpusim):
+        name, root = h["name"], h["root"]
+        self.inventory.add_host(name, group=h["group"])
+        if h["role"] == "host":
+            self.inventory.set_variable(name, "bluefleet_dpus", [h["pair"]])
+        else:
+            self.inventory.set_variable(name, "bluefleet_host", h["pair"])
+            self.inventory.set_variable(name, "bluefleet_rshim", "rshim0")
         self.inventory.set_variable(name, "ansible_connection", "local")
         self.inventory.set_variable(name, "ansible_python_interpreter", sys.executable)
         self.inventory.set_variable(name, "bluefleet_twin_root", root)

@@ -13,6 +13,7 @@ COMMANDS = {
     "parse": ("bluefleet.parse", "read one tool's output and print it as JSON"),
     "capture": ("bluefleet.capture", "save a real machine's read-only tool outputs for dpusim replay"),
     "lab": ("bluefleet.lab", "build the images and run the container lab (up, down, status, summary, images)"),
+    "sim": ("bluefleet.sim", "create the device-twin roots of a simulated fleet (sim init -i INVENTORY)"),
     "run": ("bluefleet.run", "run site.yml (or a stage) through ansible-runner"),
     "report": ("bluefleet.report", "render a run folder as HTML, Markdown and JSON"),
 }

@@ -332,6 +332,23 @@ def _init_twin(container: str, role: str, profile: str, changes: list[str]) -> N
     changes.append(f"{container}: twin initialised ({profile}, role {role}, card {CARD_MOUNT})")
 
 
+def _record_netdevs(container: str, pid: int, names: list[str]) -> None:
+    """Tell the twin what Docker and the veths gave its card netdevs (MAC, IPv4): the twin never reads the
+    machine it runs on, so the lab, which made these interfaces, records them in the twin's root."""
+    data = json.loads(_netns(pid, "ip", "-j", "addr", "show").stdout or "[]")
+    links = {link["ifname"]: link for link in data}
+    for name in names:
+        link = links.get(name)
+        if link is None:
+            continue
+        argv = ["dpusim", "netdev", "set", name, "--mac", link["address"], "--flush-ipv4"]
+        argv += ["--up"] if "UP" in link.get("flags", []) else ["--down"]
+        for addr in link.get("addr_info", []):
+            if addr.get("family") == "inet":
+                argv += ["--ipv4", "%s/%s" % (addr["local"], addr["prefixlen"])]
+        exec_in(container, argv)
+
+
 def wire(topo: Topology) -> list[str]:
     """Wire and initialise existing containers; idempotent. Returns what it changed."""
     changes: list[str] = []
@@ -348,6 +365,8 @@ def wire(topo: Topology) -> list[str]:
             wait_systemd(name)
         _init_twin(pair.host, "host", topo.profile, changes)
         _init_twin(pair.dpu, "dpu", topo.profile, changes)
+        _record_netdevs(pair.host, _running_pid(pair.host), [HOST_NETDEV])
+        _record_netdevs(pair.dpu, _running_pid(pair.dpu), [HOST_REPRESENTOR, UPLINK])
     return changes
 
 

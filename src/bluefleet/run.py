@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 from bluefleet._collection import collection_root
 from bluefleet.report_model import REDACTED, SECRET_TEXT, STAGES, redact
+from bluefleet.sim import SimError, init_fleet, sim_sources
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 SUITE = "tests/validation"
@@ -347,9 +348,11 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         except SystemExit as exc:
             return EXIT_OK if exc.code == 0 else EXIT_USAGE
         inventory = args.inventory.resolve()
+        if sim_sources(inventory):  # a simulated fleet: its twin roots are made here, never by an inventory read
+            init_fleet(inventory)
         env = ansible_env(root)
         hosts = inventory_hosts(inventory, env, args.limit)
-    except UsageError as exc:
+    except (UsageError, SimError) as exc:
         print("bluefleet run: %s" % exc, file=sys.stderr)
         return EXIT_USAGE
     stamp = datetime.now(UTC)

@@ -26,7 +26,7 @@ import stat
 import sys
 from pathlib import Path
 
-from dpusim import clock, device, faults, images, kubelet, profiles, replay, rshim, state, tools
+from dpusim import clock, device, faults, images, kubelet, linux_state, profiles, replay, rshim, state, tools
 
 BIN_TEMPLATE = """#!{python}
 # dpusim front-end for {name!r}; written by `dpusim env`.
@@ -183,6 +183,32 @@ def cmd_kubelet(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gpus(args: argparse.Namespace) -> int:
+    with state.open_node(args.root) as node:
+        linux_state.configure_gpus(node, args.count, args.driver, args.cuda)
+    return 0
+
+
+def cmd_netdev(args: argparse.Namespace) -> int:
+    """``dpusim netdev set NAME ...``: tell the twin what a card netdev's Linux side holds (the lab records what
+    Docker gave its veths); ``dpusim netdev show NAME`` prints the record."""
+    with state.open_node(args.root, write=args.action == "set") as node:
+        if args.action == "set":
+            link = "up" if args.up else "down" if args.down else None
+            record = linux_state.set_netdev(node, args.name, link=link, mtu=args.mtu, mac=args.mac,
+                                            ipv4_add=args.ipv4, ipv4_flush=args.flush_ipv4)
+        else:
+            if linux_state.find_netdev(node, args.name) is None:
+                raise ValueError("%s is not a netdev of this node's card(s)" % args.name)
+            record = {"link": "up" if linux_state.link_up(node, args.name) else "down",
+                      "mtu": linux_state.netdev_mtu(node, args.name),
+                      "mac": linux_state.netdev_mac(node, {"name": args.name,
+                                                           "mac": linux_state.find_netdev(node, args.name)["mac"]}),
+                      "ipv4": linux_state.netdev_ipv4(node, args.name)}
+    print(json.dumps(record, sort_keys=True))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dpusim", description="BlueField / ConnectX device twin")
     p.add_argument("--root", help="node root (default: $DPUSIM_ROOT)")
@@ -241,6 +267,22 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--stay-down", action="store_true", help="the kubelet does not restart it (crash loop)")
     s.add_argument("--exit-code", type=int, default=1)
     s.set_defaults(func=cmd_kubelet)
+    s = sub.add_parser("gpus", help="set a host node's GPU inventory")
+    s.add_argument("count", type=int)
+    s.add_argument("--driver", help="driver version (default 550.127.08)")
+    s.add_argument("--cuda", help="CUDA version (default 12.4)")
+    s.set_defaults(func=cmd_gpus)
+    s = sub.add_parser("netdev", help="a card netdev's Linux-side record (link, MTU, MAC, IPv4) in the twin's root")
+    s.add_argument("action", choices=("set", "show"))
+    s.add_argument("name")
+    updown = s.add_mutually_exclusive_group()
+    updown.add_argument("--up", action="store_true")
+    updown.add_argument("--down", action="store_true")
+    s.add_argument("--mtu", type=int)
+    s.add_argument("--mac")
+    s.add_argument("--ipv4", action="append", help="ADDR/LEN; repeat")
+    s.add_argument("--flush-ipv4", action="store_true", help="drop the recorded addresses first")
+    s.set_defaults(func=cmd_netdev)
     s = sub.add_parser("tools", help="list tool names")
     s.set_defaults(func=cmd_tools)
     return p
@@ -253,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (state.StateError, faults.FaultError, replay.ReplayError, images.ImageError,
-            profiles.ProfileError, ValueError) as exc:
+            profiles.ProfileError, linux_state.LinuxStateError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
     except BrokenPipeError:  # `dpusim state | head`

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from dpusim import faults
+from dpusim import faults, linux_state
 
 POWER_CYCLE_ONLY = ("INTERNAL_CPU_MODEL", "INTERNAL_CPU_OFFLOAD_ENGINE")
 
@@ -35,16 +35,6 @@ def dpu_mode(card: Any, column: str = "current") -> bool:
         return False
     values = card.data["mlxconfig"][column]
     return values.get("INTERNAL_CPU_MODEL", 1) == 1 and values.get("INTERNAL_CPU_OFFLOAD_ENGINE", 0) == 0
-
-
-def pending_mlxconfig(card: Any) -> dict[str, tuple[Any, Any]]:
-    cfg = card.data["mlxconfig"]
-    return {k: (cfg["current"].get(k), v) for k, v in cfg["next"].items() if cfg["current"].get(k) != v}
-
-
-def pending_firmware(card: Any) -> bool:
-    fw = card.data["firmware"]
-    return fw["banks"][fw["active_bank"]] != fw["running"]
 
 
 def activate(card: Any, power_cycle: bool) -> list[str]:
@@ -128,8 +118,6 @@ def node_reboot(node: Any) -> dict[str, list[str]]:
 
 def _drop_unloaded_sysfs(node: Any) -> None:
     """A reboot unloads modules (the runtime was just cleared): their sysfs files under the twin root go too."""
-    from dpusim import linux_state  # linux_state builds on state; imported late to keep device light
-
     path = linux_state.peermem_sysfs(node)
     if path.exists():
         path.unlink()

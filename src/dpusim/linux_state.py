@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import copy
 import ipaddress
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dpusim import state
+if TYPE_CHECKING:  # linux_state is a view over the node model; state imports it (no cycle at run time)
+    from dpusim.state import Card, Node
 
 MELLANOX = "15b3"
 
@@ -92,6 +89,7 @@ MLX5_MODULES = (("mlx5_ib", 561152, []), ("ib_uverbs", 212992, ["mlx5_ib"]),
 NVIDIA_MODULES = (("nvidia_uvm", 1048576, []), ("nvidia_modeset", 1159168, []),
                   ("nvidia", 39059456, ["nvidia_uvm", "nvidia_modeset"]))
 PEERMEM = ("nvidia_peermem", 16384)
+HOST_KERNEL = "5.15.0-1063-nvidia"  # model value (no capture); see kernel_release()
 PEERMEM_VERSION = "1.1"  # model value for /sys/kernel/mm/memory_peers/nv_mem/version (no capture)
 
 
@@ -101,21 +99,23 @@ class LinuxStateError(Exception):
 
 # ----------------------------------------------------------------------------------------------- helpers
 
-def kernel_release(node: state.Node) -> str:
+def kernel_release(node: Node) -> str:
     if node.role == "dpu":
         return node.data.get("kernel_release", "5.15.0-1060-bluefield")
-    return node.data.get("kernel_release", os.uname().release)
+    # a GPU host's kernel is a model value (the twin never reads the machine it runs on); set it per node with
+    # ``node.data["kernel_release"]``. Ubuntu 22.04's HWE kernel, as DGX OS 6 ships it.
+    return node.data.get("kernel_release", HOST_KERNEL)
 
 
-def linux_runtime(node: state.Node) -> dict[str, Any]:
+def linux_runtime(node: Node) -> dict[str, Any]:
     return node.runtime.setdefault("linux", {})
 
 
-def linux_persistent(node: state.Node) -> dict[str, Any]:
+def linux_persistent(node: Node) -> dict[str, Any]:
     return node.data.setdefault("linux", {})
 
 
-def host_vfs(card: state.Card) -> list[int]:
+def host_vfs(card: Card) -> list[int]:
     return list(card.data.get("linux", {}).get("host_vfs", [0] * card.profile["ports"]))
 
 
@@ -123,13 +123,13 @@ def colon_guid(hex16: str) -> str:
     return ":".join(hex16[i:i + 4] for i in range(0, 16, 4))
 
 
-def function_guid(card: state.Card, fn_index: int) -> str:
+def function_guid(card: Card, fn_index: int) -> str:
     return "%016x" % (int(card.profile["base_guid"], 16) + fn_index)
 
 
 # ----------------------------------------------------------------------------------------------- netdevs
 
-def card_netdevs(node: state.Node) -> list[dict[str, Any]]:
+def card_netdevs(node: Node) -> list[dict[str, Any]]:
     """Every card netdev this node sees: ``{"name", "card", "fn", "kind" (uplink|hostrep|sf|vfrep|pf),
     "pci", "mac", "rdma"}``."""
     out = []
@@ -155,71 +155,69 @@ def card_netdevs(node: state.Node) -> list[dict[str, Any]]:
     return out
 
 
-def find_netdev(node: state.Node, name: str) -> dict[str, Any] | None:
+def find_netdev(node: Node, name: str) -> dict[str, Any] | None:
     for nd in card_netdevs(node):
         if nd["name"] == name:
             return nd
     return None
 
 
-def real_netdev_sysfs(name: str) -> Path | None:
-    """The real kernel netdev of that name (the lab wires veths with the card's names), if any."""
-    p = Path("/sys/class/net") / name
-    return p if p.exists() else None
+# What the twin knows of a netdev beyond the card's catalogue lives in its own root, never in the machine it runs
+# on: ``runtime_for(netdev)`` holds ``link`` ("up"/"down"), ``mtu``, ``mac`` and ``ipv4`` (["a.b.c.d/len", ...]).
+# They are written by the twin's own ``ip`` when a change it passes to the real iproute2 succeeds (tools/ip.py),
+# and by ``dpusim netdev set`` (the lab tells the twin what Docker gave its veths). Like every runtime setting
+# they are lost on a reboot.
+
+def link_up(node: Node, name: str) -> bool:
+    return _netdev_runtime(node, name).get("link") != "down"
 
 
-def link_up(node: state.Node, name: str) -> bool:
-    forced = node.runtime_for(name).get("link")
-    if forced is not None:
-        return forced == "up"
-    sysfs = real_netdev_sysfs(name)
-    if sysfs is not None:
-        try:
-            return (sysfs / "operstate").read_text().strip() in ("up", "unknown")
-        except OSError:
-            return True
-    return True
-
-
-def netdev_mtu(node: state.Node, name: str) -> int:
-    sysfs = real_netdev_sysfs(name)
-    if sysfs is not None:
-        try:
-            return int((sysfs / "mtu").read_text().strip())
-        except (OSError, ValueError):
-            pass
+def netdev_mtu(node: Node, name: str) -> int:
     twin = _twin_sysfs_mtu(node, name)
     if twin is not None:
         return twin
     return int(_netdev_runtime(node, name).get("mtu", BOOT_MTU))
 
 
-def netdev_mac(node: state.Node, nd: dict[str, Any]) -> str:
-    sysfs = real_netdev_sysfs(nd["name"])
-    if sysfs is not None:
-        try:
-            return (sysfs / "address").read_text().strip()
-        except OSError:
-            pass
-    return nd["mac"]
+def netdev_mac(node: Node, nd: dict[str, Any]) -> str:
+    return _netdev_runtime(node, nd["name"]).get("mac") or nd["mac"]
 
 
-def netdev_ipv4(name: str) -> list[str]:
-    """IPv4 addresses of the real netdev (lab), from ``ip -j``; none when it does not exist here."""
-    if real_netdev_sysfs(name) is None or shutil.which("ip") is None:
-        return []
-    try:
-        res = subprocess.run(["ip", "-j", "-4", "addr", "show", "dev", name], capture_output=True, text=True,
-                             timeout=5, check=False)
-        data = json.loads(res.stdout or "[]")
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return []
-    return [a["local"] for link in data for a in link.get("addr_info", []) if a.get("family") == "inet"]
+def netdev_ipv4(node: Node, name: str) -> list[str]:
+    """IPv4 addresses (without prefix length) the twin holds for that netdev."""
+    return [a.split("/", 1)[0] for a in _netdev_runtime(node, name).get("ipv4", [])]
+
+
+def set_netdev(node: Node, name: str, *, link: str | None = None, mtu: int | None = None,
+               mac: str | None = None, ipv4_add: list[str] | None = None, ipv4_del: list[str] | None = None,
+               ipv4_flush: bool = False) -> dict[str, Any]:
+    """Record a netdev change in the twin's root (only for netdevs of this node's cards); returns the record."""
+    if find_netdev(node, name) is None:
+        raise LinuxStateError("%s is not a netdev of this node's card(s): the twin keeps no state for it" % name)
+    rt = node.runtime_for(name)
+    if link is not None:
+        rt["link"] = link
+    if mtu is not None:
+        rt["mtu"] = int(mtu)
+        sysfs = net_sysfs_dir(node, name) / "mtu"
+        if sysfs.exists():  # one value, as on Linux: /sys/class/net/<if>/mtu is what `ip link set mtu` set
+            sysfs.write_text("%d\n" % int(mtu))
+    if mac is not None:
+        rt["mac"] = mac.lower()
+    addrs = [] if ipv4_flush else list(rt.get("ipv4", []))
+    for a in ipv4_add or []:
+        if a not in addrs:
+            addrs.append(a)
+    for a in ipv4_del or []:
+        addrs = [x for x in addrs if x != a and x.split("/", 1)[0] != a.split("/", 1)[0]]
+    if addrs or "ipv4" in rt:
+        rt["ipv4"] = addrs
+    return dict(rt)
 
 
 # ----------------------------------------------------------------------------------------------- ethtool
 
-def ethtool_features(node: state.Node, name: str) -> dict[str, dict[str, Any]]:
+def ethtool_features(node: Node, name: str) -> dict[str, dict[str, Any]]:
     saved = node.runtime_for(name).get("ethtool")
     if saved is not None:
         return copy.deepcopy(saved)
@@ -233,13 +231,13 @@ def ethtool_features(node: state.Node, name: str) -> dict[str, dict[str, Any]]:
     return feats
 
 
-def set_ethtool_features(node: state.Node, name: str, feats: dict[str, dict[str, Any]]) -> None:
+def set_ethtool_features(node: Node, name: str, feats: dict[str, dict[str, Any]]) -> None:
     node.runtime_for(name)["ethtool"] = feats
 
 
 # ----------------------------------------------------------------------------------------------- devlink
 
-def eswitch(node: state.Node, pci: str) -> dict[str, str]:
+def eswitch(node: Node, pci: str) -> dict[str, str]:
     saved = linux_runtime(node).get("eswitch", {}).get(pci)
     if saved is not None:
         return dict(saved)
@@ -247,13 +245,13 @@ def eswitch(node: state.Node, pci: str) -> dict[str, str]:
     return {"mode": mode, "inline_mode": "none", "encap_mode": "basic"}
 
 
-def set_eswitch(node: state.Node, pci: str, values: dict[str, str]) -> None:
+def set_eswitch(node: Node, pci: str, values: dict[str, str]) -> None:
     cur = eswitch(node, pci)
     cur.update(values)
     linux_runtime(node).setdefault("eswitch", {})[pci] = cur
 
 
-def devlink_params(node: state.Node, pci: str) -> list[dict[str, Any]]:
+def devlink_params(node: Node, pci: str) -> list[dict[str, Any]]:
     rt = linux_runtime(node).get("params", {}).get(pci, {})
     perm = linux_persistent(node).get("params_permanent", {}).get(pci, {})
     out = []
@@ -266,14 +264,14 @@ def devlink_params(node: state.Node, pci: str) -> list[dict[str, Any]]:
     return out
 
 
-def set_devlink_param(node: state.Node, pci: str, name: str, cmode: str, value: Any) -> None:
+def set_devlink_param(node: Node, pci: str, name: str, cmode: str, value: Any) -> None:
     if cmode == "permanent":
         linux_persistent(node).setdefault("params_permanent", {}).setdefault(pci, {})[name] = value
     else:
         linux_runtime(node).setdefault("params", {}).setdefault(pci, {}).setdefault(name, {})[cmode] = value
 
 
-def devlink_ports(node: state.Node) -> list[dict[str, Any]]:
+def devlink_ports(node: Node) -> list[dict[str, Any]]:
     """``devlink port show`` data for every function of every card on this node."""
     ports = []
     for card in node.cards:
@@ -308,7 +306,7 @@ def devlink_ports(node: state.Node) -> list[dict[str, Any]]:
     return ports
 
 
-def devlink_info(node: state.Node) -> list[dict[str, Any]]:
+def devlink_info(node: Node) -> list[dict[str, Any]]:
     out = []
     for card in node.cards:
         entry = node.card_entry(card)
@@ -327,7 +325,7 @@ def devlink_info(node: state.Node) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------------------------- QoS / RDMA CM
 
-def qos(node: state.Node, name: str) -> dict[str, Any]:
+def qos(node: Node, name: str) -> dict[str, Any]:
     """mlnx_qos state of a netdev. Boot defaults: ETS as the mlx5 driver initialises it (every TC vendor TSA with
     100 %, priority 0 on TC 1 and priority 1 on TC 0, mlx5e_ets_init); DCBX OS controlled; trust pcp; buffer
     sizes, cable length 7 (fixture-tabs-pcp) are model values."""
@@ -340,20 +338,20 @@ def qos(node: state.Node, name: str) -> dict[str, Any]:
             "tc_bw": [100] * 8, "ratelimit": [0] * 8}
 
 
-def _netdev_runtime(node: state.Node, name: str) -> dict[str, Any]:
+def _netdev_runtime(node: Node, name: str) -> dict[str, Any]:
     """The runtime dict of a netdev for reading (``node.runtime_for`` would create it: a read must not write)."""
     return node.runtime.get("netdevs", {}).get(name, {})
 
 
-def set_qos(node: state.Node, name: str, q: dict[str, Any]) -> None:
+def set_qos(node: Node, name: str, q: dict[str, Any]) -> None:
     node.runtime_for(name)["qos"] = q
 
 
-def cma(node: state.Node, ibdev: str, port: int) -> dict[str, int]:
+def cma(node: Node, ibdev: str, port: int) -> dict[str, int]:
     return dict(linux_runtime(node).get("cma", {}).get(f"{ibdev}/{port}", {"mode": 2, "tos": 0}))
 
 
-def set_cma(node: state.Node, ibdev: str, port: int, values: dict[str, int]) -> None:
+def set_cma(node: Node, ibdev: str, port: int, values: dict[str, int]) -> None:
     cur = cma(node, ibdev, port)
     cur.update(values)
     linux_runtime(node).setdefault("cma", {})[f"{ibdev}/{port}"] = cur
@@ -376,15 +374,15 @@ BOOT_CNP_DSCP = 48
 DEFAULT_MAX_MTU = 9978
 
 
-def net_sysfs_dir(node: state.Node, name: str) -> Path:
+def net_sysfs_dir(node: Node, name: str) -> Path:
     return node.root / "sys" / "class" / "net" / name
 
 
-def max_mtu(card: state.Card) -> int:
+def max_mtu(card: Card) -> int:
     return int(card.profile.get("max_mtu", DEFAULT_MAX_MTU))
 
 
-def _write_boot_sysfs(node: state.Node, nd: dict[str, Any]) -> None:
+def _write_boot_sysfs(node: Node, nd: dict[str, Any]) -> None:
     d = net_sysfs_dir(node, nd["name"])
     d.mkdir(parents=True, exist_ok=True)
     (d / "mtu").write_text("%d\n" % BOOT_MTU)
@@ -397,7 +395,7 @@ def _write_boot_sysfs(node: state.Node, nd: dict[str, Any]) -> None:
         (d / "ecn" / "roce_np" / "cnp_dscp").write_text("%d\n" % BOOT_CNP_DSCP)
 
 
-def sync_net_sysfs(node: state.Node) -> bool:
+def sync_net_sysfs(node: Node) -> bool:
     """Boot values for the netdev sysfs files after a boot (runtime without the marker), and for netdevs that
     appeared since (VF representors). True when something was written."""
     if not node.cards:
@@ -413,7 +411,7 @@ def sync_net_sysfs(node: state.Node) -> bool:
     return wrote or fresh
 
 
-def _twin_sysfs_mtu(node: state.Node, name: str) -> int | None:
+def _twin_sysfs_mtu(node: Node, name: str) -> int | None:
     path = net_sysfs_dir(node, name) / "mtu"
     if not linux_runtime(node).get(NET_SYSFS_MARK) or not path.exists():
         return None
@@ -427,23 +425,9 @@ def _twin_sysfs_mtu(node: state.Node, name: str) -> int | None:
     return value
 
 
-def ecn_enabled(node: state.Node, name: str, proto: str) -> list[int] | None:
-    """The 8 enable flags of ``ecn/<proto>/enable`` of a netdev, or None where the netdev has none."""
-    en = net_sysfs_dir(node, name) / "ecn" / proto / "enable"
-    if not en.is_dir():
-        return None
-    out = []
-    for prio in range(8):
-        try:
-            out.append(int((en / str(prio)).read_text().strip()))
-        except (OSError, ValueError):
-            out.append(0)
-    return out
-
-
 # ----------------------------------------------------------------------------------------------- RDMA devices
 
-def rdma_ports(node: state.Node) -> list[dict[str, Any]]:
+def rdma_ports(node: Node) -> list[dict[str, Any]]:
     """One entry per RDMA device port: ``{"ibdev", "port", "netdev", "card", "fn", "pci", "mac"}``."""
     out = []
     for card in node.cards:
@@ -466,12 +450,12 @@ def link_local_gid(mac: str) -> str:
     return gid_from_ipv6(ipaddress.IPv6Address(eui))
 
 
-def gids(node: state.Node, port: dict[str, Any]) -> list[tuple[int, str, str]]:
+def gids(node: Node, port: dict[str, Any]) -> list[tuple[int, str, str]]:
     """The RoCE GID table of a port: ``[(index, gid, "v1"|"v2")]``: link-local from the MAC, then each IPv4
     address (``::ffff:a.b.c.d``), each as a RoCE v1 and a v2 entry, like mlx5 fills it."""
     nd = {"name": port["netdev"], "mac": port["mac"]}
     addrs = [link_local_gid(netdev_mac(node, nd))]
-    v4 = netdev_ipv4(port["netdev"]) or linux_runtime(node).get("ipv4", {}).get(port["netdev"], [])
+    v4 = netdev_ipv4(node, port["netdev"])
     addrs += [gid_from_ipv6(ipaddress.IPv6Address("::ffff:" + a)) for a in v4]
     out = []
     for gid in addrs:
@@ -482,29 +466,29 @@ def gids(node: state.Node, port: dict[str, Any]) -> list[tuple[int, str, str]]:
 
 # ----------------------------------------------------------------------------------------------- modules / sysfs
 
-def modules(node: state.Node) -> dict[str, Any]:
+def modules(node: Node) -> dict[str, Any]:
     return linux_runtime(node).setdefault("modules", {})
 
 
-def peermem_sysfs(node: state.Node) -> Path:
+def peermem_sysfs(node: Node) -> Path:
     return node.root / "sys/kernel/mm/memory_peers/nv_mem/version"
 
 
-def load_peermem(node: state.Node) -> None:
+def load_peermem(node: Node) -> None:
     modules(node)["nvidia_peermem"] = {"loaded": True}
     path = peermem_sysfs(node)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(PEERMEM_VERSION + "\n")
 
 
-def unload_peermem(node: state.Node) -> None:
+def unload_peermem(node: Node) -> None:
     modules(node).pop("nvidia_peermem", None)
     path = peermem_sysfs(node)
     if path.exists():
         path.unlink()
 
 
-def sync_sysfs(node: state.Node) -> None:
+def sync_sysfs(node: Node) -> None:
     """Remove the twin's sysfs files of modules that a reboot unloaded."""
     if "nvidia_peermem" not in modules(node) and peermem_sysfs(node).exists():
         peermem_sysfs(node).unlink()
@@ -523,7 +507,7 @@ ACS_OFFSET = "2a0"
 BRIDGE_LSPCI = ("PCI bridge", "0604", "Broadcom / LSI", "1000", "PEX890xx PCIe Gen 5 Switch", "c030", "b0")
 
 
-def pcie_bridges(node: state.Node) -> list[dict[str, Any]]:
+def pcie_bridges(node: Node) -> list[dict[str, Any]]:
     """The bridges above the host's GPUs and cards: ``{"address", "below"}`` (below: the endpoint's address)."""
     if node.role != "host":
         return []
@@ -537,17 +521,17 @@ def pcie_bridges(node: state.Node) -> list[dict[str, Any]]:
     return out
 
 
-def acs_ctl(node: state.Node, address: str) -> int:
+def acs_ctl(node: Node, address: str) -> int:
     return int(linux_runtime(node).get("acs", {}).get(address, ACS_CTL_BOOT))
 
 
-def set_acs_ctl(node: state.Node, address: str, word: int) -> None:
+def set_acs_ctl(node: Node, address: str, word: int) -> None:
     linux_runtime(node).setdefault("acs", {})[address] = word & 0xFFFF
 
 
 # ----------------------------------------------------------------------------------------------- GPUs
 
-def configure_gpus(node: state.Node, count: int, driver_version: str | None = None,
+def configure_gpus(node: Node, count: int, driver_version: str | None = None,
                    cuda_version: str | None = None) -> None:
     """Set the GPU inventory of a host node (persistent). ``count`` 0 means no NVIDIA GPU."""
     if node.role != "host":
@@ -562,13 +546,13 @@ def configure_gpus(node: state.Node, count: int, driver_version: str | None = No
     linux_persistent(node)["gpus"] = cfg
 
 
-def gpu_config(node: state.Node) -> dict[str, Any]:
+def gpu_config(node: Node) -> dict[str, Any]:
     if node.role != "host":
         return dict(DEFAULT_GPUS, count=0)
     return dict(linux_persistent(node).get("gpus", DEFAULT_GPUS))
 
 
-def gpus(node: state.Node) -> list[dict[str, Any]]:
+def gpus(node: Node) -> list[dict[str, Any]]:
     cfg = gpu_config(node)
     out = []
     for i in range(cfg["count"]):
@@ -580,34 +564,3 @@ def gpus(node: state.Node) -> list[dict[str, Any]]:
                   "uuid": "GPU-%08x-0000-4000-8000-%012x" % (0x5a100000 + i, i)})
         out.append(g)
     return out
-
-
-# ----------------------------------------------------------------------------------------------- CLI
-
-USAGE = "usage: python -m dpusim.linux_state gpus COUNT [--driver VERSION] [--cuda VERSION]   (DPUSIM_ROOT: a host)"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m dpusim.linux_state gpus COUNT [--driver V] [--cuda V]``: set a host node's GPU inventory."""
-    import sys
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) < 2 or args[0] != "gpus" or not args[1].isdigit():
-        print(USAGE, file=sys.stderr)
-        return 2
-    opts = dict(zip(args[2::2], args[3::2], strict=False))
-    unknown = set(opts) - {"--driver", "--cuda"}
-    if unknown or len(args[2:]) % 2:
-        print(USAGE, file=sys.stderr)
-        return 2
-    try:
-        with state.open_node() as node:
-            configure_gpus(node, int(args[1]), opts.get("--driver"), opts.get("--cuda"))
-    except (state.StateError, LinuxStateError) as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dpusim import driver, files, profiles
+from dpusim import driver, files, linux_state, profiles
 
 ENV_ROOT = "DPUSIM_ROOT"
 NODE_FILE = "node.json"
@@ -239,8 +239,7 @@ def open_node(root: str | os.PathLike[str] | None = None, write: bool = True) ->
             node = Node(rdir, data, cards)
             _sync_boot(node)
             written = files.consume_writes(node)
-            if write:  # netdev sysfs (mtu, ecn) back to boot values after a reboot; linux_state builds on state
-                from dpusim import linux_state
+            if write:  # netdev sysfs (mtu, ecn) back to boot values after a reboot
                 linux_state.sync_net_sysfs(node)
             if write:  # a DPU's mlx5 driver loads mlnx-bf.conf at the first call after a boot (dpusim.driver)
                 driver.ensure_loaded(node)

@@ -6,8 +6,7 @@ Order of decisions for every call:
 2. node faults ``tool_hang`` / ``garbage_output`` for this tool name;
 3. the tool's ``main(argv, prog)``.
 
-``passthrough(name, argv)`` runs the real binary of that name found on PATH after the twin's own
-``bin`` directory (for tools such as lspci that the twin only decorates).
+The real binaries a twin tool passes through to are found by ``dpusim.tools._common.real_binary``.
 """
 
 from __future__ import annotations
@@ -15,11 +14,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import shutil
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 from dpusim import faults, replay, state, tools
 
@@ -28,37 +24,6 @@ GARBAGE = (
     b"-=-=-=-=-=-=-=-=-=-=-=-=-=-=-=-=\n"
     b"\xff\xfe\xef\xbf\xbd truncated \xc3\n"
 )
-
-
-def own_bin_dir() -> Path | None:
-    root = os.environ.get(state.ENV_ROOT)
-    return Path(root).resolve() / "bin" if root else None
-
-
-def real_binary(name: str) -> str | None:
-    """Path of the real ``name`` on PATH, skipping the twin's ``$DPUSIM_ROOT/bin`` (and any dpusim bin dir)."""
-    own = own_bin_dir()
-    parts = []
-    for entry in os.environ.get("PATH", "").split(os.pathsep):
-        if not entry:
-            continue
-        p = Path(entry).resolve()
-        if own is not None and p == own:
-            continue
-        if (p / ".dpusim-bin").exists():
-            continue
-        parts.append(str(p))
-    return shutil.which(name, path=os.pathsep.join(parts)) if parts else None
-
-
-def passthrough(name: str, argv: list[str]) -> int:
-    """Run the real ``name`` with ``argv``, inheriting stdio; 127 with a clear message if absent."""
-    binary = real_binary(name)
-    if binary is None:
-        print("%s: command not found (dpusim passes %s through to the real tool, and none is installed)"
-              % (name, name), file=sys.stderr)
-        return 127
-    return subprocess.call([binary, *argv])
 
 
 # Start-up shortcut: the module that answers a name not spelled like its module. A tool call imports just that

@@ -19,6 +19,9 @@ def make_sim_inventory(directory: Path, nodes: int = 2, profile: str = "bluefiel
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "fleet.sim.yml"
     path.write_text("plugin: bluefleet.dpu.sim\nnodes: %d\nprofile: %s\nstate_dir: state\n" % (nodes, profile))
+    # the twin roots: an inventory read creates nothing (`bluefleet sim init`, what a user runs)
+    subprocess.run([str(BIN / "bluefleet"), "sim", "init", "-i", str(path)], check=True, capture_output=True,
+                   timeout=300)
     return path
 
 

@@ -36,6 +36,23 @@ def test_sim_inventory_pairs_every_gpu_host_with_its_dpu(tmp_path, collection_li
         assert hv["bluefleet_environment"]["PATH"].startswith(hv["bluefleet_environment"]["DPUSIM_ROOT"] + "/bin:")
 
 
+def test_sim_inventory_read_writes_nothing_and_names_the_fix(tmp_path, collection_link):
+    """An inventory parse creates no twin root: it fails naming `bluefleet sim init`, which creates them (once)."""
+    inventory = tmp_path / "fleet.sim.yml"
+    inventory.write_text("plugin: bluefleet.dpu.sim\nnodes: 1\nstate_dir: state\n")
+    listing = [str(ROOT / ".venv/bin/ansible-inventory"), "-i", str(inventory), "--list"]
+    proc = subprocess.run(listing, capture_output=True, text=True, env=ansible_env(), check=False, timeout=120)
+    assert proc.returncode != 0 and "bluefleet sim init -i %s" % inventory in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fleet.sim.yml"], "the inventory read wrote something"
+    init = [str(ROOT / ".venv/bin/bluefleet"), "sim", "init", "-i", str(inventory)]
+    first = subprocess.run(init, capture_output=True, text=True, env=ansible_env(), check=True, timeout=300)
+    assert "2 twin root(s) created" in first.stdout
+    again = subprocess.run(init, capture_output=True, text=True, env=ansible_env(), check=True, timeout=300)
+    assert "0 twin root(s) created" in again.stdout
+    assert subprocess.run(listing, capture_output=True, text=True, env=ansible_env(), check=False,
+                          timeout=120).returncode == 0
+
+
 def test_sim_inventory_rejects_bad_size(tmp_path, collection_link):
     inventory = tmp_path / "fleet.sim.yml"
     inventory.write_text("plugin: bluefleet.dpu.sim\nnodes: 0\n")

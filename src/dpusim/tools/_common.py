@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from dpusim import faults, state
@@ -81,10 +85,6 @@ def short_bdf(pci: str) -> str:
     return pci[5:] if pci.startswith("0000:") else pci
 
 
-def fw_version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
-
-
 def pop_flag(argv: list[str], *names: str) -> bool:
     found = False
     for name in names:
@@ -122,3 +122,36 @@ def pop_value(argv: list[str], *names: str) -> str | None:
 def privileged_for_write(node: state.Node, card: state.Card) -> bool:
     """A restricted host (mlxprivhost r) cannot write firmware or NV configuration."""
     return not (node.role == "host" and card.is_bluefield and card.data["privhost"]["level"] == "RESTRICTED")
+
+
+# ------------------------------------------------------------------ the real tools a twin tool passes through to
+
+def own_bin_dir() -> Path | None:
+    root = os.environ.get(state.ENV_ROOT)
+    return Path(root).resolve() / "bin" if root else None
+
+
+def real_binary(name: str) -> str | None:
+    """Path of the real ``name`` on PATH, skipping the twin's ``$DPUSIM_ROOT/bin`` (and any dpusim bin dir)."""
+    own = own_bin_dir()
+    parts = []
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if not entry:
+            continue
+        p = Path(entry).resolve()
+        if own is not None and p == own:
+            continue
+        if (p / ".dpusim-bin").exists():
+            continue
+        parts.append(str(p))
+    return shutil.which(name, path=os.pathsep.join(parts)) if parts else None
+
+
+def passthrough(name: str, argv: list[str]) -> int:
+    """Run the real ``name`` with ``argv``, inheriting stdio; 127 with a clear message if absent."""
+    binary = real_binary(name)
+    if binary is None:
+        print("%s: command not found (dpusim passes %s through to the real tool, and none is installed)"
+              % (name, name), file=sys.stderr)
+        return 127
+    return subprocess.call([binary, *argv])

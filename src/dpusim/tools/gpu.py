@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime as dt
 
 from dpusim import linux_state as ls
-from dpusim import state, tool
+from dpusim import state
 from dpusim.render import gpu as render
-from dpusim.tools._common import ToolExit, emit, run_tool, visible_cards
+from dpusim.tools._common import ToolExit, emit, passthrough, run_tool, visible_cards
 
 NAMES = ("nvidia-smi",)
 
@@ -60,7 +60,7 @@ def body(argv: list[str], prog: str) -> int:
         gpus = ls.gpus(node)
         cfg = ls.gpu_config(node)
         if node.role != "host":
-            return tool.passthrough("nvidia-smi", argv)
+            return passthrough("nvidia-smi", argv)
         if not gpus:
             raise ToolExit("No devices were found", rc=6)
         info = {"driver_version": cfg["driver_version"], "cuda_version": cfg["cuda_version"], "gpus": gpus}

@@ -23,10 +23,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dpusim import driver, state, tool
+from dpusim import driver, state
 from dpusim import linux_state as ls
 from dpusim.render import xfrm as render
-from dpusim.tools._common import emit, run_tool
+from dpusim.tools._common import emit, passthrough, run_tool
 
 NAMES = ("ip",)
 
@@ -159,15 +159,68 @@ def _offload_dev(node: state.Node) -> str | None:
     return None
 
 
+def netdev_change(argv: list[str]) -> tuple[str, dict] | None:
+    """The card-netdev change an ``ip link set`` / ``ip addr add|del|flush`` makes, as ``(netdev, changes)`` for
+    ``linux_state.set_netdev``; None for anything else (listings, other objects, another namespace)."""
+    args = list(argv)
+    while args and args[0].startswith("-"):
+        if args[0] in ("-n", "-netns", "--netns", "-b", "-batch"):
+            return None  # another namespace / a batch file: not this node's netdevs
+        args.pop(0)
+    if len(args) < 3:
+        return None
+    obj, verb, rest = args[0], args[1], args[2:]
+    if _matches(obj, "link") and verb == "set":
+        named = rest[0] == "dev" and len(rest) > 1
+        name = rest[1] if named else rest[0]
+        words = rest[2:] if named else rest[1:]
+        change: dict = {}
+        for i, word in enumerate(words):
+            if word in ("up", "down"):
+                change["link"] = word
+            elif word == "mtu" and i + 1 < len(words) and words[i + 1].isdigit():
+                change["mtu"] = int(words[i + 1])
+            elif word in ("address", "addr") and i + 1 < len(words):
+                change["mac"] = words[i + 1]
+        return (name, change) if change else None
+    if obj in ("a", "ad", "addr", "addre", "addres", "address") and verb in ("add", "replace", "del", "delete",
+                                                                               "flush"):
+        if "dev" not in rest or rest.index("dev") + 1 >= len(rest):
+            return None
+        name = rest[rest.index("dev") + 1]
+        if verb == "flush":
+            return name, {"ipv4_flush": True}
+        addr = rest[0]
+        if ":" in addr or not addr[:1].isdigit():
+            return None  # IPv6 or a keyword: the twin records IPv4 only (the RoCE v2 GIDs it derives)
+        addr = addr if "/" in addr else addr + "/32"
+        return name, {"ipv4_add" if verb in ("add", "replace") else "ipv4_del": [addr]}
+    return None
+
+
+def _passthrough_recorded(argv: list[str]) -> int:
+    """Pass ``ip`` to the real iproute2; when it changed a card netdev and succeeded, the twin records it."""
+    rc = passthrough("ip", argv)
+    change = netdev_change(argv) if rc == 0 else None
+    if change is not None:
+        try:
+            with state.open_node() as node:
+                if ls.find_netdev(node, change[0]) is not None:
+                    ls.set_netdev(node, change[0], **change[1])
+        except state.StateError:
+            pass  # no twin here: the real ip did its work, nothing to record
+    return rc
+
+
 def body(argv: list[str], prog: str) -> int:
     what = _xfrm_request(argv)
     if what is None:
-        return tool.passthrough("ip", argv)
+        return _passthrough_recorded(argv)
     try:
         with state.open_node() as node:
             dev = _offload_dev(node)
     except state.StateError:
-        return tool.passthrough("ip", argv)
+        return passthrough("ip", argv)
     conf_dir = Path(os.environ.get("DPUSIM_SWANCTL_DIR", "/etc/swanctl"))
     modes = child_offload_modes(conf_dir)
     children = installed_children()

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 
 from dpusim import linux_state as ls
-from dpusim import state, tool
+from dpusim import state
 from dpusim.render import qos as render
-from dpusim.tools._common import ToolExit, check_arm_up, emit, run_tool, visible_cards
+from dpusim.tools._common import ToolExit, check_arm_up, emit, passthrough, real_binary, run_tool, visible_cards
 
 NAMES = ("mlnx_qos", "cma_roce_mode", "cma_roce_tos")
 
@@ -78,8 +78,8 @@ def _mlnx_qos(argv: list[str]) -> int:
     with state.open_node() as node:
         nd = ls.find_netdev(node, o.intf)
         if nd is None or nd["card"] not in visible_cards(node):
-            if tool.real_binary("mlnx_qos") is not None:
-                return tool.passthrough("mlnx_qos", argv)
+            if real_binary("mlnx_qos") is not None:
+                return passthrough("mlnx_qos", argv)
             raise ToolExit(f"dpusim: mlnx_qos: {o.intf} is not a netdev of this node's card(s) and no real "
                            "mlnx_qos is installed for other interfaces", rc=1, stream="stderr")
         check_arm_up(node)

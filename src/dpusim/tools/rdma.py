@@ -1,9 +1,10 @@
 """Twin RDMA tools for the card's mlx5 devices: ``show_gids``, ``ibv_devinfo``, ``ibdev2netdev``, ``rdma``.
 
-One RDMA device per PCI function, port 1, link layer Ethernet (RoCE). Port state follows the netdev: the real
-kernel netdev of the same name when the lab created one, else up (``node.runtime_for(netdev)["link"]`` overrides).
-The GID table holds the link-local GID from the netdev MAC and one GID per IPv4 address of the netdev (lab: from
-``ip``; otherwise ``runtime["linux"]["ipv4"][netdev]``), each as RoCE v1 and v2, like mlx5 fills it.
+One RDMA device per PCI function, port 1, link layer Ethernet (RoCE). Port state follows the netdev as the twin
+records it (up unless ``ip link set ... down`` or ``dpusim netdev set --down``; ``linux_state.set_netdev``).
+The GID table holds the link-local GID from the netdev MAC and one GID per IPv4 address the twin holds for the
+netdev (recorded from the twin's ``ip``, or by the lab with ``dpusim netdev set``), each as RoCE v1 and v2,
+like mlx5 fills it.
 ``ibv_devinfo -v`` capability numbers are model values (no -v capture in the corpus; see ``render.rdma``).
 """
 

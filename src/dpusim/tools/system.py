@@ -14,13 +14,11 @@ and pass everything else to the real tool found later on PATH.
 
 from __future__ import annotations
 
-import subprocess
-
 from dpusim import linux_state as ls
-from dpusim import state, tool
+from dpusim import state
 from dpusim.render import system as render
 from dpusim.tools import pcie
-from dpusim.tools._common import ToolExit, check_arm_up, emit, run_tool, visible_cards
+from dpusim.tools._common import ToolExit, check_arm_up, emit, passthrough, run_tool, visible_cards
 
 NAMES = ("lspci", "lsmod", "modprobe")
 
@@ -57,14 +55,6 @@ def _functions(node: state.Node) -> list[dict]:
     return out
 
 
-def _real_lines(name: str, argv: list[str]) -> list[str]:
-    real = tool.real_binary(name)
-    if real is None:
-        return []
-    res = subprocess.run([real, *argv], capture_output=True, text=True, timeout=30, check=False)
-    return res.stdout.splitlines() if res.returncode == 0 else []
-
-
 def _lspci(node: state.Node, argv: list[str]) -> int:
     domain = numeric = verbose = 0
     slot = None
@@ -83,14 +73,14 @@ def _lspci(node: state.Node, argv: list[str]) -> int:
             slot = argv[i + 1]
             i += 1
         else:
-            return tool.passthrough("lspci", argv)
+            return passthrough("lspci", argv)
         i += 1
     fns = _functions(node)
     if verbose:
         # -vv / -vvv: the twin's devices and PCIe bridges only (ACS, tools/pcie.py); the real devices of this
         # machine are not merged in, so nothing acts on them by mistake
         if numeric:
-            return tool.passthrough("lspci", argv)
+            return passthrough("lspci", argv)
         text = pcie.lspci_vv(node, fns, bool(domain))
         if slot is not None:
             want = (slot if slot.count(":") == 2 else "0000:" + slot).lower()
@@ -103,10 +93,7 @@ def _lspci(node: state.Node, argv: list[str]) -> int:
         fns = [f for f in fns if f["address"] == want.lower()]
     mine = {render.lspci_line(f, bool(domain), numeric).split(" ", 1)[0]: render.lspci_line(f, bool(domain), numeric)
             for f in fns}
-    lines = dict(mine)
-    for line in _real_lines("lspci", argv):
-        addr = line.split(" ", 1)[0]
-        lines.setdefault(addr, line)
+    lines = dict(mine)  # the twin's devices only: this machine's own are not merged in (the twin never reads it)
     for addr in sorted(lines, key=lambda a: a if domain else "0000:" + a):
         emit(lines[addr] + "\n")
     return 0
@@ -130,13 +117,10 @@ def _modules(node: state.Node) -> list[dict]:
 
 def _lsmod(node: state.Node, argv: list[str]) -> int:
     if argv:
-        return tool.passthrough("lsmod", argv)
+        return passthrough("lsmod", argv)
     mods = _modules(node)
     text = render.lsmod(mods)
-    names = {m["name"] for m in mods}
-    real = _real_lines("lsmod", [])
-    extra = [line for line in real[1:] if line.split(" ", 1)[0] not in names]
-    emit(text + "".join(line + "\n" for line in extra))
+    emit(text)  # the twin's modules only: this machine's own are not merged in
     return 0
 
 
@@ -145,7 +129,7 @@ def _modprobe(node: state.Node, argv: list[str]) -> int:
     names = [a for a in argv if not a.startswith("-")]
     known = {"-q", "--quiet", "-r", "--remove", "-v", "--verbose"}
     if len(names) != 1 or set(flags) - known:
-        return tool.passthrough("modprobe", argv)
+        return passthrough("modprobe", argv)
     name = names[0].replace("-", "_")
     remove = bool({"-r", "--remove"} & set(flags))
     quiet = bool({"-q", "--quiet"} & set(flags))
@@ -165,7 +149,7 @@ def _modprobe(node: state.Node, argv: list[str]) -> int:
         return 0
     if name in twin_stack and not remove and (visible_cards(node) or ls.gpus(node)):
         return 0
-    return tool.passthrough("modprobe", argv)
+    return passthrough("modprobe", argv)
 
 
 def body(argv: list[str], prog: str) -> int:

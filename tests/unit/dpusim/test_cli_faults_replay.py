@@ -215,7 +215,7 @@ def test_capture_cli_reports_nothing_installed(tmp_path, monkeypatch):
 
 
 def test_passthrough_skips_the_twin_bin(tmp_path, monkeypatch):
-    from dpusim import tool
+    from dpusim.tools import _common as tool
 
     own = tmp_path / "R" / "bin"
     own.mkdir(parents=True)

@@ -7,6 +7,7 @@ exit status, state changes, and that runtime settings are lost on reboot / power
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -232,7 +233,7 @@ def test_cma_roce_mode_and_tos(pair, capsys, monkeypatch):
 def test_show_gids_from_mac_and_ipv4(pair, capsys, monkeypatch):
     host = pair["host"]
     with state.open_node(host) as node:
-        linux_state.linux_runtime(node)["ipv4"] = {"ens1f0np0": ["192.168.10.2"]}
+        linux_state.set_netdev(node, "ens1f0np0", ipv4_add=["192.168.10.2/24"])
     _, out, _ = run(capsys, monkeypatch, host, "show_gids")
     lines = out.splitlines()
     assert lines[2] == "mlx5_0\t1\t0\tfe80:0000:0000:0000:966d:aeff:fe4f:296a\t\t\tv1\tens1f0np0"
@@ -261,7 +262,7 @@ def test_ibv_devinfo_ibdev2netdev_rdma(pair, capsys, monkeypatch):
 
 def test_ibv_devinfo_verbose_blocks(pair, capsys, monkeypatch):
     with state.open_node(pair["host"]) as node:
-        linux_state.linux_runtime(node)["ipv4"] = {"ens1f0np0": ["10.0.0.1"]}
+        linux_state.set_netdev(node, "ens1f0np0", ipv4_add=["10.0.0.1/24"])
     rc, out, _ = run(capsys, monkeypatch, pair["host"], "ibv_devinfo", "-v", "-d", "mlx5_0")
     lines = out.splitlines()
     assert rc == 0
@@ -313,14 +314,59 @@ def test_nvidia_smi_host(pair, capsys, monkeypatch):
 
 
 def test_gpu_inventory_cli(pair, capsys, monkeypatch):
-    monkeypatch.setenv("DPUSIM_ROOT", str(pair["host"]))
-    assert linux_state.main(["gpus", "2", "--driver", "535.129.03", "--cuda", "12.2"]) == 0
+    from dpusim import cli
+
+    assert cli.main(["gpus", "2", "--driver", "535.129.03", "--cuda", "12.2", "--root", str(pair["host"])]) == 0
     _, out, _ = run(capsys, monkeypatch, pair["host"], "nvidia-smi")
     assert "Driver Version: 535.129.03" in out and sum("NVIDIA H100" in line for line in out.splitlines()) == 2
-    monkeypatch.setenv("DPUSIM_ROOT", str(pair["dpu"]))
-    assert linux_state.main(["gpus", "2"]) == 1
+    assert cli.main(["gpus", "2", "--root", str(pair["dpu"])]) == 1
     assert "GPUs belong to a host node" in capsys.readouterr().err
-    assert linux_state.main(["gpus", "x"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["gpus", "x", "--root", str(pair["host"])])
+    assert exc.value.code == 2
+
+
+def test_twin_answers_come_from_its_root_not_the_machine(pair, capsys, monkeypatch, tmp_path):
+    """lspci, lsmod, the GIDs and the link state are the same whatever this machine has: a real netdev named like
+    the card's, real PCI devices and modules are never merged in (issue #15: the twin never reads its machine)."""
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    for name, text in (("lspci", "00:1f.6 Ethernet controller: Intel Corporation Ethernet I219-LM"),
+                       ("lsmod", "Module                  Size  Used by\ne1000e 360448 0"),
+                       ("ip", '[{"ifname": "p0", "addr_info": [{"family": "inet", "local": "10.99.0.1"}]}]')):
+        (fake / name).write_text("#!/bin/sh\necho '%s'\n" % text)
+        (fake / name).chmod(0o755)
+    host = pair["host"]
+    before = [run(capsys, monkeypatch, host, *argv)[1] for argv in (["lspci"], ["lsmod"], ["show_gids"])]
+    monkeypatch.setenv("PATH", "%s:%s" % (fake, os.environ["PATH"]))
+    after = [run(capsys, monkeypatch, host, *argv)[1] for argv in (["lspci"], ["lsmod"], ["show_gids"])]
+    assert after == before
+    assert "I219" not in after[0] and "e1000e" not in after[1] and "10.99.0.1" not in "".join(after)
+
+
+def test_ip_changes_to_a_card_netdev_are_recorded_when_the_real_ip_succeeds(pair, capsys, monkeypatch, tmp_path):
+    """The twin's ip passes a change to the real iproute2 and, when it succeeded, keeps it in its root: the RoCE v2
+    GIDs show the address; a refused change (real ip fails) is not recorded."""
+    from dpusim import cli
+
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "ip").write_text("#!/bin/sh\n[ \"$IP_FAIL\" = 1 ] && { echo 'Cannot find device' >&2; exit 1; }\nexit 0\n")
+    (fake / "ip").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (fake, os.environ["PATH"]))
+    dpu = pair["dpu"]
+    monkeypatch.setenv("IP_FAIL", "1")
+    assert run(capsys, monkeypatch, dpu, "ip", "addr", "add", "192.168.77.5/24", "dev", "p0")[0] == 1
+    assert "c0a8:4d05" not in run(capsys, monkeypatch, dpu, "show_gids")[1]
+    monkeypatch.setenv("IP_FAIL", "0")
+    assert run(capsys, monkeypatch, dpu, "ip", "addr", "add", "192.168.77.5/24", "dev", "p0")[0] == 0
+    assert "c0a8:4d05" in run(capsys, monkeypatch, dpu, "show_gids")[1]
+    assert run(capsys, monkeypatch, dpu, "ip", "link", "set", "dev", "p0", "down")[0] == 0
+    assert cli.main(["netdev", "show", "p0", "--root", str(dpu)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["link"] == "down" and shown["ipv4"] == ["192.168.77.5"]
+    assert cli.main(["netdev", "set", "eth9", "--up", "--root", str(dpu)]) == 1
+    assert "eth9 is not a netdev of this node's card(s)" in capsys.readouterr().err
 
 
 def test_modprobe_peermem_lsmod_sysfs_and_reboot(pair, capsys, monkeypatch):
