@@ -228,6 +228,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import parse_bfb_install, parse_rshim_misc
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import (
     ToolRunner,
     error_reason,
@@ -338,9 +339,7 @@ class Dpu:
             if cfg_text:
                 workdir = tempfile.mkdtemp(prefix="bluefleet-bfcfg-")
                 cfg_path = os.path.join(workdir, "bf.cfg")
-                fd = os.open(cfg_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(cfg_text)
+                write_file(cfg_path, cfg_text, mode=0o600)
                 argv += ["--config", cfg_path]
             started = self.clock()
             result = self.runner.run(argv, timeout=self.p["timeout"])

@@ -176,13 +176,13 @@ tool_version:
 """
 
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _doca
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._crictl import parse_pods_json, parse_ps_json
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -211,19 +211,9 @@ def read_text(path):
 
 
 def write_atomic(path, content):
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o755, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=".bluefleet-", dir=folder)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(content)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        write_file(path, content, mode=0o644, makedirs=True)
     except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise ToolError("write %s failed: %s" % (path, exc)) from exc
 
 

@@ -143,6 +143,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import parse_eswitch, parse_port
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_attribute
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -216,8 +217,7 @@ def bound_vfs(fs_root, handle):
 def write_sysfs(fs_root, driver, action, bdf):
     path = os.path.join(fs_root, "sys/bus/pci/drivers", driver, action)
     try:
-        with open(path, "w") as handle:
-            handle.write(bdf)
+        write_attribute(path, bdf)
     except OSError as exc:
         raise ToolError("set eswitch failed: cannot %s VF %s (write %s): %s" % (action, bdf, path, exc)) from exc
 

@@ -109,9 +109,9 @@ diff:
 import glob
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec
 
 KEY = "IPSEC_FULL_OFFLOAD"
@@ -163,17 +163,15 @@ def driver_modes(fs_root):
     return out
 
 
-def write_file(module, path, text, existed):
+def save_conf(module, path, text):
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         module.fail_json(msg="set IPsec full offload failed: %s does not exist; is this a BlueField Arm OS? (path "
                              "option: the mlnx-bf.conf of the DPU)" % directory)
-    fd, tmp = tempfile.mkstemp(prefix=".mlnx-bf.conf.", dir=directory)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    if not existed:
-        os.chmod(tmp, 0o644)  # atomic_move keeps an existing file's mode and owner
-    module.atomic_move(tmp, path)
+    try:
+        write_file(path, text, mode=0o644)
+    except OSError as exc:
+        module.fail_json(msg="set IPsec full offload failed: write %s: %s" % (path, exc))
 
 
 def main():
@@ -209,7 +207,7 @@ def main():
     if file_changes and not module.check_mode:
         if not existed:
             module.warn("%s did not exist; created it with %s only" % (path, KEY))
-        write_file(module, path, after_text, existed)
+        save_conf(module, path, after_text)
     restart = file_changes or running_wrong
     module.exit_json(
         changed=restart,

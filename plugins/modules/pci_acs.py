@@ -113,6 +113,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lspci import parse_lspci
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -159,12 +160,7 @@ def _read_file(path):
 
 def _write_file(path, text):
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = path + ".bluefleet-tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        write_file(path, text, mode=0o644, makedirs=True)
     except OSError as exc:
         raise ToolError("write %s failed: %s" % (path, exc)) from exc
 

@@ -120,6 +120,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lsmod import parse_lsmod
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -201,12 +202,7 @@ def modprobe(runner, remove=False):
 
 
 def write_conf(path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".bluefleet-tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(CONF_TEXT)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    write_file(path, CONF_TEXT, mode=0o644, makedirs=True)
 
 
 def apply(runner, actions, before):

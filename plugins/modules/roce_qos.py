@@ -206,6 +206,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import
     parse_ibdev2netdev,
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_attribute
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -240,8 +241,7 @@ def read_number(path, what):
 
 def write_number(path, value, what):
     try:
-        with open(path, "w") as handle:
-            handle.write("%d\n" % value)
+        write_attribute(path, "%d\n" % value)
     except OSError as exc:
         raise ToolError("write %s failed: %s; run as root on a machine with the mlx5 driver" % (what, exc)) from exc
 
