@@ -227,6 +227,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan i
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import parse_bfver
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import parse_bfb_install, parse_rshim_misc
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import (
@@ -448,7 +449,7 @@ def argument_spec():
         "generation": {"type": "int", "choices": [2, 3]},
         "rshim": {"type": "path", "default": "/dev/rshim0"},
         "dpu_command": {"type": "list", "elements": "str", "required": True},
-        "device": {"type": "str"},
+        "device": device_spec(),
         "bf_cfg": {"type": "dict", "default": {}},
         "bf_cfg_secrets": {"type": "dict", "default": {}, "no_log": True},
         "ubuntu_password_hash": {"type": "str", "no_log": True},

@@ -63,10 +63,6 @@ options:
     description: The kubelet's static-pod folder.
     type: path
     default: /etc/kubelet.d
-  fs_root:
-    description: The directory that stands for C(/) when the module writes files (a test root; C(/) on a DPU).
-    type: path
-    default: /
   wait:
     description: After a change, wait until the pod of the new manifest is ready and all its containers run
       (after O(state=absent) - until it is gone).
@@ -80,6 +76,8 @@ options:
     description: Seconds each command may run.
     type: int
     default: 60
+extends_documentation_fragment:
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: Validates, reads and reports what would change; writes nothing.

@@ -47,15 +47,12 @@ options:
     description: The eswitch encapsulation mode wanted (C(devlink ... encap-mode)). Null - keep what the device has.
     type: str
     choices: [none, basic]
-  fs_root:
-    description: The directory that stands for C(/) when the module reads and writes C(/sys) (VFs and their
-      driver binding).
-    type: path
-    default: /
   timeout:
     description: Seconds each command may run.
     type: int
     default: 60
+extends_documentation_fragment:
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: Reads the eswitch and the VFs and reports what would change; unbinds and sets nothing.
@@ -142,6 +139,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import parse_eswitch, parse_port
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_attribute
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
@@ -274,7 +272,7 @@ def run_eswitch(runner, params, check_mode):
 def main():
     module = AnsibleModule(
         argument_spec={
-            "device": {"type": "str"},
+            "device": device_spec(),
             "netdev": {"type": "str"},
             "mode": {"type": "str", "choices": ["legacy", "switchdev"], "required": True},
             "inline_mode": {"type": "str", "choices": ["none", "link", "network", "transport"]},

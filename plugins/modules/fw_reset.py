@@ -29,13 +29,6 @@ options:
       - The card (C(-d) of the tools), an mst device or a PCI address. When omitted, the only card
         C(mst status -v) lists.
     type: str
-  side:
-    description:
-      - Where the module runs. C(host) - the GPU server's OS; C(dpu) - the BlueField's Arm OS. C(auto)
-        decides from C(mst status -v) - the Arm side sees the host representors C(pfNhpf).
-    type: str
-    choices: [auto, host, dpu]
-    default: auto
   changes:
     description:
       - Changes that another task would make, for the plan in check mode only (in check mode they are
@@ -133,6 +126,8 @@ options:
     description: Seconds each command (and the Redfish call) may run.
     type: int
     default: 600
+extends_documentation_fragment:
+  - bluefleet.dpu.options.side
 attributes:
   check_mode:
     description: Reads the card and reports the reset it would apply, with the plan; resets nothing.
@@ -265,6 +260,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset 
     parse_mlxfwreset_query,
     parse_mlxfwreset_reset,
 )
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -491,7 +487,7 @@ def run_reset(runner, params, check_mode):
 
 def argument_spec():
     return {
-        "device": {"type": "str"},
+        "device": device_spec(),
         "side": side_spec(),
         "changes": {"type": "list", "elements": "dict", "default": []},
         "firmware_reset": {"type": "bool", "default": True},

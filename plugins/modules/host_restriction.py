@@ -158,6 +158,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import only_card, read_mst
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import parse_mlxprivhost_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -274,7 +275,7 @@ def run_restriction(runner, params, check_mode):
 def argument_spec():
     spec = {
         "state": {"type": "str", "choices": list(LEVELS), "required": True},
-        "device": {"type": "str"},
+        "device": device_spec(),
         "timeout": timeout_spec(120),
     }
     for flag in FLAGS:

@@ -28,12 +28,16 @@ options:
     description: Initiate the CHILD_SA when it is not installed. False only reports (the other end initiates).
     type: bool
     default: true
-  wait:
-    description: Seconds C(swanctl --initiate) waits for the exchange.
+  wait_timeout:
+    description:
+      - Seconds C(swanctl --initiate) waits for the exchange.
+      - The old name O(wait) still works until 2.0.0; it is deprecated because O(wait) is a bool in the other
+        bluefleet modules.
     type: int
     default: 20
+    aliases: [wait]
   timeout:
-    description: Seconds each command may run (more than O(wait)).
+    description: Seconds each command may run (more than O(wait_timeout)).
     type: int
     default: 60
 attributes:
@@ -84,6 +88,7 @@ cmd:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._swanctl import parse_list_sas
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import wait_timeout_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -121,7 +126,7 @@ def run_child(runner, params, check_mode):
         return {"changed": True, "installed": False, "sa": None, "diff": make_diff(state_before, want)}
     what = "initiate CHILD_SA %s of %s" % (child, ike)
     result = run_tool(runner, ["swanctl", "--initiate", "--ike", ike, "--child", child,
-                               "--timeout", str(params["wait"])], what,
+                               "--timeout", str(params["wait_timeout"])], what,
                       hint="; check the peer's configuration, its PSK/certificate and that the fabric reaches it")
     after = read_child(runner, ike, child)
     if after is None:
@@ -134,7 +139,7 @@ def argument_spec():
         "ike": {"type": "str", "required": True},
         "child": {"type": "str", "required": True},
         "initiate": {"type": "bool", "default": True},
-        "wait": {"type": "int", "default": 20},
+        "wait_timeout": wait_timeout_spec(20, old_name="wait"),
         "timeout": timeout_spec(60),
     }
 

@@ -26,12 +26,10 @@ options:
     required: true
   path:
     description: The BlueField configuration file, as a path on the machine (under O(fs_root)).
-    type: str
-    default: /etc/mellanox/mlnx-bf.conf
-  fs_root:
-    description: The directory that stands for C(/) when the module reads and writes O(path) and C(/sys).
     type: path
-    default: /
+    default: /etc/mellanox/mlnx-bf.conf
+extends_documentation_fragment:
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: Reads the file and the driver's mode and reports what would change; writes nothing.
@@ -178,7 +176,7 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "full_offload": {"type": "bool", "required": True},
-            "path": {"type": "str", "default": "/etc/mellanox/mlnx-bf.conf"},
+            "path": {"type": "path", "default": "/etc/mellanox/mlnx-bf.conf"},
             "fs_root": fs_root_spec(),
         },
         supports_check_mode=True,

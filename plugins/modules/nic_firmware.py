@@ -158,6 +158,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import change_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn, parse_flint_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwmanager import parse_mlxfwmanager_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -333,7 +334,7 @@ def run_firmware(runner, p, check_mode):
 
 def argument_spec():
     return {
-        "device": {"type": "str", "required": True},
+        "device": device_spec(required=True),
         "image": {"type": "path", "required": True},
         "version": {"type": "str"},
         "sha256": {"type": "str"},

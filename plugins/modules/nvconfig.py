@@ -188,6 +188,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import only_card, query_nvconfig, read_mst
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest, param_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_set, split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, version_line
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -411,7 +412,7 @@ def configure(runner, device, params, mode, tool, check_mode):
 
 def argument_spec():
     return {
-        "device": {"type": "str"},
+        "device": device_spec(),
         "params": {"type": "dict", "default": {}},
         "mode": {"type": "str", "choices": ["dpu", "nic"]},
         "tool": {"type": "str", "choices": ["mlxconfig", "mstconfig"], "default": "mlxconfig"},

@@ -36,14 +36,12 @@ options:
     description: The path of setpci in the unit's C(ExecStart) lines.
     type: path
     default: /usr/bin/setpci
-  fs_root:
-    description: Directory that stands for C(/) when the module writes the unit. Leave it at C(/) on real machines.
-    type: path
-    default: /
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
     default: 60
+extends_documentation_fragment:
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: Reads and reports the bridges it would change and the unit it would write; changes nothing.

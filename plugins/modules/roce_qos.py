@@ -92,10 +92,13 @@ options:
     description: Largest MTU the port takes (mlx5 - 9978, as C(ip -d link) shows C(maxmtu)).
     type: int
     default: 9978
-  sysfs_root:
-    description: The directory that stands for C(/) for the sysfs files (C(/) on a machine).
+  fs_root:
+    description:
+      - The directory that stands for C(/) when the module reads and writes the sysfs files (C(/) on a machine).
+      - C(sysfs_root) is the older name of this option.
     type: path
     default: /
+    aliases: [sysfs_root]
   timeout:
     description: Seconds each command may run.
     type: int
@@ -205,6 +208,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import
     parse_cma_roce_tos,
     parse_ibdev2netdev,
 )
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import fs_root_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_attribute
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
@@ -224,7 +228,7 @@ ROCE_VERSIONS = {1: "v1", 2: "v2"}
 
 
 def net_dir(params):
-    return os.path.join(params["sysfs_root"], "sys", "class", "net", params["netdev"])
+    return os.path.join(params["fs_root"], "sys", "class", "net", params["netdev"])
 
 
 def read_number(path, what):
@@ -445,7 +449,7 @@ def argument_spec():
         "port": {"type": "int", "default": 1},
         "mtu": {"type": "int"},
         "max_mtu": {"type": "int", "default": 9978},
-        "sysfs_root": {"type": "path", "default": "/"},
+        "fs_root": fs_root_spec(aliases=["sysfs_root"]),
         "timeout": timeout_spec(60),
     }
 

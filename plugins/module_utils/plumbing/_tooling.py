@@ -11,8 +11,9 @@
 - ``ToolReader``: for the read-only ``*_info`` modules: a missing tool is remembered and answered with
   None (the section says ``available: false``) instead of failing, every tool that answered is listed,
   and a ParseError asks the user to report the output.
-- Argument-spec fragments shared by modules (``timeout_spec``, ``side_spec``, ``fs_root_spec``) and the
-  check that a number of seconds is positive (``nonpositive_seconds``).
+- The argument-spec fragments of ``_argspec.py`` (``timeout_spec``, ``side_spec``, ``fs_root_spec``),
+  re-exported for the modules that import them from here, and the check that a number of seconds is
+  positive (``nonpositive_seconds``).
 - ``sha256_of()`` / ``is_sha256()`` for the modules that check a file before writing it to a card.
 
 No AnsibleModule import: modules pass what they need.
@@ -24,6 +25,11 @@ import hashlib
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import (  # noqa: F401 (re-exported)
+    fs_root_spec,
+    side_spec,
+    timeout_spec,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import (
     error_reason,
     tool_missing,
@@ -31,21 +37,6 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner imp
 )
 
 _SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
-
-
-def timeout_spec(default):
-    """The ``timeout`` option: seconds each command may run."""
-    return {"type": "int", "default": default}
-
-
-def side_spec():
-    """The ``side`` option: where the module runs, ``host``, ``dpu`` or ``auto`` (``_cards.side_of``)."""
-    return {"type": "str", "choices": ["auto", "host", "dpu"], "default": "auto"}
-
-
-def fs_root_spec():
-    """The ``fs_root`` option: the directory that stands for ``/`` when the module reads files."""
-    return {"type": "path", "default": "/"}
 
 
 def nonpositive_seconds(params, label, keys=("timeout",)):
