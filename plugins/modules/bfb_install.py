@@ -242,6 +242,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     nonpositive_seconds,
     sha256_of,
     timeout_spec,
+    without_unasked_diff,
 )
 
 LABEL = "install BFB"
@@ -479,7 +480,7 @@ def main():
                          **failure_details(exc, secrets))
     result["tool_version"] = version_line(runner, ["bfb-install", "--version"])
     result["cmd"] = [list(a) for a in runner.cmd]
-    module.exit_json(**result)
+    module.exit_json(**without_unasked_diff(module, result))
 
 
 if __name__ == "__main__":

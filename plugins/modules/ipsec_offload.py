@@ -110,7 +110,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec, without_unasked_diff
 
 KEY = "IPSEC_FULL_OFFLOAD"
 _ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?%s=(.*)$" % KEY)
@@ -207,7 +207,7 @@ def main():
             module.warn("%s did not exist; created it with %s only" % (path, KEY))
         save_conf(module, path, after_text)
     restart = file_changes or running_wrong
-    module.exit_json(
+    result = dict(
         changed=restart,
         conf_file=path,
         full_offload=want if (file_changes and not module.check_mode) else previous,
@@ -218,6 +218,7 @@ def main():
         diff={"before": before_text, "after": after_text if file_changes else before_text,
               "before_header": path, "after_header": path},
     )
+    module.exit_json(**without_unasked_diff(module, result))
 
 
 if __name__ == "__main__":

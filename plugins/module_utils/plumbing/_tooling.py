@@ -161,7 +161,8 @@ def run_module(module, label, runner_class, work, version_argv=None):
     Checks the ``timeout`` option, runs ``work(runner)`` with a fresh ``runner_class`` (the module's
     ``ToolRunner``, passed in so tests can put a fake in its place), turns a ToolError
     into ``fail_json`` (with every argv run so far), adds ``tool_version`` when ``version_argv(result)``
-    gives the argv that prints it, and ``cmd``, then ``exit_json``.
+    gives the argv that prints it, and ``cmd``, drops ``diff`` unless the user ran with ``--diff``, then
+    ``exit_json``.
     """
     params = module.params
     problem = nonpositive_seconds(params, label)
@@ -175,4 +176,11 @@ def run_module(module, label, runner_class, work, version_argv=None):
     if version_argv is not None:
         result["tool_version"] = version_line(runner, version_argv(result))
     result["cmd"] = [list(a) for a in runner.cmd]
-    module.exit_json(**result)
+    module.exit_json(**without_unasked_diff(module, result))
+
+
+def without_unasked_diff(module, result):
+    """``result`` without its ``diff`` key unless the user asked for one (``--diff``, ``diff: true``)."""
+    if not getattr(module, "_diff", False):
+        result.pop("diff", None)
+    return result

@@ -77,6 +77,7 @@ def run(monkeypatch, capsys, events, args, steps, check_mode=False):
     monkeypatch.setattr(eswitch, "ToolRunner", lambda timeout, environ=None: Runner(script, events))
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
+    args = dict(args, _ansible_diff=True)  # the tests read the diff, as --diff shows it
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             eswitch.main()

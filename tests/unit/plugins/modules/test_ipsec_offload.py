@@ -38,6 +38,7 @@ def tree(root, conf=CONF, modes=("none", "none")):
 def run(capsys, args, check_mode=False):
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
+    args = dict(args, _ansible_diff=True)  # the tests read the diff, as --diff shows it
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             ipsec_offload.main()
