@@ -153,6 +153,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the bundle was installed (or, in check mode, would be).
   returned: always
@@ -480,6 +487,8 @@ def main():
                          **failure_details(exc, secrets))
     result["tool_version"] = version_line(runner, ["bfb-install", "--version"])
     result["cmd"] = [list(a) for a in runner.cmd]
+    if module.check_mode:
+        result["check_mode_prediction"] = True
     module.exit_json(**without_unasked_diff(module, result))
 
 

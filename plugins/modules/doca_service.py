@@ -111,6 +111,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. False - the outcome is only known after the module acts, so the resource keys
+      show the current state; RV(changed) and the diff say what would change.
+  returned: check mode
+  type: bool
+  sample: false
 changed:
   description: True when a file was (or, in check mode, would be) written or removed.
   returned: always
@@ -357,7 +364,7 @@ def main():
     )
     run_module(module, "configure DOCA service", ToolRunner,
                lambda runner: run_service(runner, module.params, module.check_mode),
-               lambda result: ["crictl", "--version"])
+               lambda result: ["crictl", "--version"], predicts=False)
 
 
 if __name__ == "__main__":

@@ -88,6 +88,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+before:
+  description:
+    - The state before the module ran (the same as RV(eswitch) when nothing changed); RV(previous) is its older
+      name.
+  returned: success
+  type: dict
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the eswitch was changed (in check mode, would be).
   returned: always
@@ -98,7 +111,7 @@ device:
   type: str
   sample: pci/0000:03:00.0
 eswitch:
-  description: The eswitch after the run as devlink shows it (in check mode, as it is now).
+  description: The eswitch after the run as devlink shows it (in check mode, as predicted).
   returned: always
   type: dict
   sample: {mode: switchdev, inline_mode: none, encap_mode: basic}
@@ -255,13 +268,14 @@ def run_eswitch(runner, params, check_mode):
             want[key] = params[key]
     changed = want != before
     vfs = bound_vfs(params["fs_root"], handle) if want["mode"] != before["mode"] else []
-    after = before
+    after = want if check_mode and changed else before  # check mode: the predicted state
     if changed and not check_mode:
         after = apply(runner, params, handle, before, want, vfs)
     return {
         "changed": changed,
         "device": handle,
         "eswitch": after,
+        "before": before,
         "previous": before,
         "vfs": [vf for vf, dummy in vfs],
         "reset_required": "none",
@@ -286,7 +300,7 @@ def main():
     )
     run_module(module, "set eswitch", ToolRunner,
                lambda runner: run_eswitch(runner, module.params, module.check_mode),
-               lambda result: ["devlink", "-V"])
+               lambda result: ["devlink", "-V"], predicts=True)
 
 
 if __name__ == "__main__":

@@ -169,6 +169,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. False - the outcome is only known after the module acts, so the resource keys
+      show the current state; RV(changed) and the diff say what would change.
+  returned: check mode
+  type: bool
+  sample: false
 changed:
   description: True when a reset was applied (or, in check mode, would be).
   returned: always
@@ -526,7 +533,7 @@ def main():
         supports_check_mode=True,
     )
     run_module(module, "reset the card", ToolRunner, lambda runner: run_reset(runner, module.params, module.check_mode),
-               lambda result: ["mlxfwreset", "--version"])
+               lambda result: ["mlxfwreset", "--version"], predicts=False)
 
 
 if __name__ == "__main__":

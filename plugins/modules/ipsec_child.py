@@ -63,12 +63,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. False - the outcome is only known after the module acts, so the resource keys
+      show the current state; RV(changed) and the diff say what would change.
+  returned: check mode
+  type: bool
+  sample: false
 changed:
   description: True when the CHILD_SA was (or, in check mode, would be) initiated.
   returned: always
   type: bool
 installed:
-  description: Whether the CHILD_SA is installed after the run (in check mode, as it is now).
+  description: Whether the CHILD_SA is installed after the run (in check mode, as predicted).
   returned: always
   type: bool
 sa:
@@ -147,7 +154,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "initiate CHILD_SA %s" % module.params["child"], ToolRunner,
-               lambda runner: run_child(runner, module.params, module.check_mode))
+               lambda runner: run_child(runner, module.params, module.check_mode), predicts=False)
 
 
 if __name__ == "__main__":

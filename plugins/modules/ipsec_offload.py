@@ -63,6 +63,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+before:
+  description:
+    - The state before the module ran (the same as RV(full_offload) when nothing changed); RV(previous) is its older
+      name.
+  returned: success
+  type: bool
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the file was changed, or the running driver does not use the value the file has (in
     check mode, would be changed / is so).
@@ -74,7 +87,7 @@ conf_file:
   type: str
   sample: /etc/mellanox/mlnx-bf.conf
 full_offload:
-  description: The value in the file after the run (in check mode, as it is now).
+  description: The value in the file after the run (in check mode, as predicted).
   returned: always
   type: bool
 previous:
@@ -210,7 +223,8 @@ def main():
     result = dict(
         changed=restart,
         conf_file=path,
-        full_offload=want if (file_changes and not module.check_mode) else previous,
+        full_offload=want if file_changes else previous,
+        before=previous,
         previous=previous,
         driver_ipsec_mode=modes,
         restart_required="driver" if restart else "none",
@@ -218,6 +232,8 @@ def main():
         diff={"before": before_text, "after": after_text if file_changes else before_text,
               "before_header": path, "after_header": path},
     )
+    if module.check_mode:
+        result["check_mode_prediction"] = True
     module.exit_json(**without_unasked_diff(module, result))
 
 

@@ -104,6 +104,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the image was burnt (or, in check mode, would be).
   returned: always
@@ -349,7 +356,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "burn firmware to %s" % module.params["device"], ToolRunner,
                lambda runner: run_firmware(runner, module.params, module.check_mode),
-               lambda result: [result["tool"], "--version"])
+               lambda result: [result["tool"], "--version"], predicts=True)
 
 
 if __name__ == "__main__":

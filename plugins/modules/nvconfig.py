@@ -101,6 +101,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the module wrote (or, in check mode, would write) Next Boot values.
   returned: always
@@ -424,7 +431,8 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
     run_module(module, "configure NV parameters", ToolRunner,
-               lambda runner: configure(runner, p["device"], p["params"], p["mode"], p["tool"], module.check_mode))
+               lambda runner: configure(runner, p["device"], p["params"], p["mode"], p["tool"], module.check_mode),
+               predicts=True)
 
 
 if __name__ == "__main__":

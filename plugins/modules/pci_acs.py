@@ -69,6 +69,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: Whether a bridge was written or the unit file changed.
   returned: always
@@ -206,7 +213,7 @@ def run_acs(runner, params, check_mode):
     wanted_view = dict.fromkeys(slots, "0000")
     diff = make_diff({"acs_ctl": before, "unit": unit_before or ""},
                      {"acs_ctl": wanted_view, "unit": unit_after if unit_path else ""})
-    return {"changed": bool(to_write or unit_change), "bridges": after if not check_mode else before,
+    return {"changed": bool(to_write or unit_change), "bridges": wanted_view if check_mode and to_write else after,
             "changed_bridges": to_write, "unit_path": unit_path, "reset_required": "none", "diff": diff}
 
 
@@ -224,7 +231,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "disable PCIe ACS", ToolRunner,
                lambda runner: run_acs(runner, module.params, module.check_mode),
-               lambda result: ["lspci", "--version"])
+               lambda result: ["lspci", "--version"], predicts=True)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: Whether the module was loaded, unloaded or reloaded, or the file written or removed.
   returned: always
@@ -240,7 +247,7 @@ def run_peermem(runner, params, check_mode):
                   "persistent": True if params["persist"] else before["persistent"]}
     else:
         wanted = {"loaded": False, "registered": False, "persistent": False}
-    after = before
+    after = dict(before, **wanted) if check_mode and actions else before  # check mode: the predicted state
     if actions and not check_mode:
         apply(runner, actions, before)
         after = read_state(runner, fs_root, sysfs_root)
@@ -275,7 +282,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "set %s" % MODULE, ToolRunner,
                lambda runner: run_peermem(runner, module.params, module.check_mode),
-               lambda result: ["modprobe", "--version"])
+               lambda result: ["modprobe", "--version"], predicts=True)
 
 
 if __name__ == "__main__":

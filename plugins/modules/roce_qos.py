@@ -141,6 +141,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+before:
+  description:
+    - The state before the module ran (the same as RV(qos) when nothing changed); RV(previous) is its older
+      name.
+  returned: success
+  type: dict
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when a setting was changed (or, in check mode, would be).
   returned: always
@@ -159,7 +172,7 @@ port:
   returned: always
   type: int
 qos:
-  description: The managed settings after the run (in check mode, as they are now), keys as the options.
+  description: The managed settings after the run (in check mode, as predicted), keys as the options.
   returned: always
   type: dict
 previous:
@@ -406,7 +419,7 @@ def run_roce_qos(runner, params, check_mode):
     want = desired_state(params)
     before = read_state(runner, params, ibdev)
     changes = [key for key in KEYS if key in want and before.get(key) != want[key]]
-    after = before
+    after = dict(before, **want) if check_mode and changes else before  # check mode: the predicted state
     if changes and not check_mode:
         apply_changes(runner, params, ibdev, changes, want)
         after = read_state(runner, params, ibdev)
@@ -420,6 +433,7 @@ def run_roce_qos(runner, params, check_mode):
         "ibdev": ibdev,
         "port": params["port"],
         "qos": after,
+        "before": before,
         "previous": before,
         "changes": changes,
         "persistent": False,
@@ -457,7 +471,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "configure RoCE QoS", ToolRunner,
-               lambda runner: run_roce_qos(runner, module.params, module.check_mode))
+               lambda runner: run_roce_qos(runner, module.params, module.check_mode), predicts=True)
 
 
 if __name__ == "__main__":

@@ -155,14 +155,16 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
-def run_module(module, label, runner_class, work, version_argv=None):
+def run_module(module, label, runner_class, work, version_argv=None, predicts=None):
     """The end of a tool-driven module's ``main()``, written once.
 
     Checks the ``timeout`` option, runs ``work(runner)`` with a fresh ``runner_class`` (the module's
     ``ToolRunner``, passed in so tests can put a fake in its place), turns a ToolError
     into ``fail_json`` (with every argv run so far), adds ``tool_version`` when ``version_argv(result)``
-    gives the argv that prints it, and ``cmd``, drops ``diff`` unless the user ran with ``--diff``, then
-    ``exit_json``.
+    gives the argv that prints it, and ``cmd``, drops ``diff`` unless the user ran with ``--diff``, and in
+    check mode says whether the resource keys are the predicted after-state (``check_mode_prediction``:
+    ``predicts``; False for a module whose outcome is only known after it acts; None, for read-only
+    modules, leaves the key out), then ``exit_json``.
     """
     params = module.params
     problem = nonpositive_seconds(params, label)
@@ -176,6 +178,8 @@ def run_module(module, label, runner_class, work, version_argv=None):
     if version_argv is not None:
         result["tool_version"] = version_line(runner, version_argv(result))
     result["cmd"] = [list(a) for a in runner.cmd]
+    if module.check_mode and predicts is not None:
+        result.setdefault("check_mode_prediction", bool(predicts))
     module.exit_json(**without_unasked_diff(module, result))
 
 

@@ -170,7 +170,7 @@ def test_check_mode_reports_the_change_and_its_reset_and_writes_nothing(monkeypa
     result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV, "disable_rshim": True},
                         [(Q, 0, PRIVILEGED, ""), VERSION], check_mode=True)
     assert result["changed"] is True
-    assert result["level"] == "PRIVILEGED"
+    assert result["level"] == "RESTRICTED" and result["previous_level"] == "PRIVILEGED"  # predicted
     assert result["diff"]["after"] == dict(ALL_OFF, level="RESTRICTED", disable_rshim=True)
     assert result["reset_required"] == "power_cycle"
     assert result["cmd"] == [Q, VERSION[0]]
