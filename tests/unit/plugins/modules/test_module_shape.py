@@ -264,3 +264,12 @@ def test_ipsec_child_wait_seconds_still_work_deprecated(run_module, fake_runner,
     assert not failed and seen["wait_timeout"] == 7
     deprecated = ipsec_child.argument_spec()["wait_timeout"]["deprecated_aliases"]
     assert deprecated == [{"name": "wait", "version": "2.0.0", "collection_name": "bluefleet.dpu"}]
+
+
+def test_one_device_handle_type():
+    """The collection has one Card class (domain/_cards.py); modules import it instead of defining their own."""
+    root = MODULES_DIR.parent
+    defined = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                     if any(isinstance(n, ast.ClassDef) and n.name.endswith("Card")
+                            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))))
+    assert defined == ["module_utils/domain/_cards.py"], defined
