@@ -153,6 +153,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the bundle was installed (or, in check mode, would be).
   returned: always
@@ -227,7 +234,9 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan i
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import parse_bfver
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import parse_bfb_install, parse_rshim_misc
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import (
     ToolRunner,
     error_reason,
@@ -240,6 +249,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     nonpositive_seconds,
     sha256_of,
     timeout_spec,
+    without_unasked_diff,
 )
 
 LABEL = "install BFB"
@@ -338,9 +348,7 @@ class Dpu:
             if cfg_text:
                 workdir = tempfile.mkdtemp(prefix="bluefleet-bfcfg-")
                 cfg_path = os.path.join(workdir, "bf.cfg")
-                fd = os.open(cfg_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(cfg_text)
+                write_file(cfg_path, cfg_text, mode=0o600)
                 argv += ["--config", cfg_path]
             started = self.clock()
             result = self.runner.run(argv, timeout=self.p["timeout"])
@@ -449,7 +457,7 @@ def argument_spec():
         "generation": {"type": "int", "choices": [2, 3]},
         "rshim": {"type": "path", "default": "/dev/rshim0"},
         "dpu_command": {"type": "list", "elements": "str", "required": True},
-        "device": {"type": "str"},
+        "device": device_spec(),
         "bf_cfg": {"type": "dict", "default": {}},
         "bf_cfg_secrets": {"type": "dict", "default": {}, "no_log": True},
         "ubuntu_password_hash": {"type": "str", "no_log": True},
@@ -479,7 +487,9 @@ def main():
                          **failure_details(exc, secrets))
     result["tool_version"] = version_line(runner, ["bfb-install", "--version"])
     result["cmd"] = [list(a) for a in runner.cmd]
-    module.exit_json(**result)
+    if module.check_mode:
+        result["check_mode_prediction"] = True
+    module.exit_json(**without_unasked_diff(module, result))
 
 
 if __name__ == "__main__":

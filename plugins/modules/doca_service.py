@@ -63,10 +63,6 @@ options:
     description: The kubelet's static-pod folder.
     type: path
     default: /etc/kubelet.d
-  fs_root:
-    description: The directory that stands for C(/) when the module writes files (a test root; C(/) on a DPU).
-    type: path
-    default: /
   wait:
     description: After a change, wait until the pod of the new manifest is ready and all its containers run
       (after O(state=absent) - until it is gone).
@@ -80,6 +76,8 @@ options:
     description: Seconds each command may run.
     type: int
     default: 60
+extends_documentation_fragment:
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: Validates, reads and reports what would change; writes nothing.
@@ -113,6 +111,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. False - the outcome is only known after the module acts, so the resource keys
+      show the current state; RV(changed) and the diff say what would change.
+  returned: check mode
+  type: bool
+  sample: false
 changed:
   description: True when a file was (or, in check mode, would be) written or removed.
   returned: always
@@ -176,13 +181,13 @@ tool_version:
 """
 
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _doca
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._crictl import parse_pods_json, parse_ps_json
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -211,19 +216,9 @@ def read_text(path):
 
 
 def write_atomic(path, content):
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o755, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=".bluefleet-", dir=folder)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(content)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        write_file(path, content, mode=0o644, makedirs=True)
     except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise ToolError("write %s failed: %s" % (path, exc)) from exc
 
 
@@ -369,7 +364,7 @@ def main():
     )
     run_module(module, "configure DOCA service", ToolRunner,
                lambda runner: run_service(runner, module.params, module.check_mode),
-               lambda result: ["crictl", "--version"])
+               lambda result: ["crictl", "--version"], predicts=False)
 
 
 if __name__ == "__main__":

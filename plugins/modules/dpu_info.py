@@ -37,24 +37,13 @@ options:
     elements: str
     choices: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
     default: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
-  side:
-    description:
-      - Which side of the card the module runs on. C(auto) decides from the netdevs C(mst status -v)
-        lists - the Arm side of a BlueField sees the host PF representors C(pfNhpf) - and treats
-        everything else as a host.
-    type: str
-    choices: [auto, host, dpu]
-    default: auto
-  fs_root:
-    description:
-      - Directory that stands for C(/) when the module reads files (C(/dev/rshimN/misc)).
-      - Leave it at C(/) on real machines; a test bed that keeps these files elsewhere points it there.
-    type: path
-    default: /
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
     default: 120
+extends_documentation_fragment:
+  - bluefleet.dpu.options.side
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: The module only reads; it runs the same read-only commands in check mode.

@@ -47,15 +47,12 @@ options:
     description: The eswitch encapsulation mode wanted (C(devlink ... encap-mode)). Null - keep what the device has.
     type: str
     choices: [none, basic]
-  fs_root:
-    description: The directory that stands for C(/) when the module reads and writes C(/sys) (VFs and their
-      driver binding).
-    type: path
-    default: /
   timeout:
     description: Seconds each command may run.
     type: int
     default: 60
+extends_documentation_fragment:
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: Reads the eswitch and the VFs and reports what would change; unbinds and sets nothing.
@@ -91,6 +88,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+before:
+  description:
+    - The state before the module ran (the same as RV(eswitch) when nothing changed); RV(previous) is its older
+      name.
+  returned: success
+  type: dict
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the eswitch was changed (in check mode, would be).
   returned: always
@@ -101,7 +111,7 @@ device:
   type: str
   sample: pci/0000:03:00.0
 eswitch:
-  description: The eswitch after the run as devlink shows it (in check mode, as it is now).
+  description: The eswitch after the run as devlink shows it (in check mode, as predicted).
   returned: always
   type: dict
   sample: {mode: switchdev, inline_mode: none, encap_mode: basic}
@@ -142,7 +152,9 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import parse_eswitch, parse_port
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_attribute
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -216,8 +228,7 @@ def bound_vfs(fs_root, handle):
 def write_sysfs(fs_root, driver, action, bdf):
     path = os.path.join(fs_root, "sys/bus/pci/drivers", driver, action)
     try:
-        with open(path, "w") as handle:
-            handle.write(bdf)
+        write_attribute(path, bdf)
     except OSError as exc:
         raise ToolError("set eswitch failed: cannot %s VF %s (write %s): %s" % (action, bdf, path, exc)) from exc
 
@@ -257,13 +268,14 @@ def run_eswitch(runner, params, check_mode):
             want[key] = params[key]
     changed = want != before
     vfs = bound_vfs(params["fs_root"], handle) if want["mode"] != before["mode"] else []
-    after = before
+    after = want if check_mode and changed else before  # check mode: the predicted state
     if changed and not check_mode:
         after = apply(runner, params, handle, before, want, vfs)
     return {
         "changed": changed,
         "device": handle,
         "eswitch": after,
+        "before": before,
         "previous": before,
         "vfs": [vf for vf, dummy in vfs],
         "reset_required": "none",
@@ -274,7 +286,7 @@ def run_eswitch(runner, params, check_mode):
 def main():
     module = AnsibleModule(
         argument_spec={
-            "device": {"type": "str"},
+            "device": device_spec(),
             "netdev": {"type": "str"},
             "mode": {"type": "str", "choices": ["legacy", "switchdev"], "required": True},
             "inline_mode": {"type": "str", "choices": ["none", "link", "network", "transport"]},
@@ -288,7 +300,7 @@ def main():
     )
     run_module(module, "set eswitch", ToolRunner,
                lambda runner: run_eswitch(runner, module.params, module.check_mode),
-               lambda result: ["devlink", "-V"])
+               lambda result: ["devlink", "-V"], predicts=True)
 
 
 if __name__ == "__main__":

@@ -29,13 +29,6 @@ options:
       - The card (C(-d) of the tools), an mst device or a PCI address. When omitted, the only card
         C(mst status -v) lists.
     type: str
-  side:
-    description:
-      - Where the module runs. C(host) - the GPU server's OS; C(dpu) - the BlueField's Arm OS. C(auto)
-        decides from C(mst status -v) - the Arm side sees the host representors C(pfNhpf).
-    type: str
-    choices: [auto, host, dpu]
-    default: auto
   changes:
     description:
       - Changes that another task would make, for the plan in check mode only (in check mode they are
@@ -133,6 +126,8 @@ options:
     description: Seconds each command (and the Redfish call) may run.
     type: int
     default: 600
+extends_documentation_fragment:
+  - bluefleet.dpu.options.side
 attributes:
   check_mode:
     description: Reads the card and reports the reset it would apply, with the plan; resets nothing.
@@ -174,6 +169,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. False - the outcome is only known after the module acts, so the resource keys
+      show the current state; RV(changed) and the diff say what would change.
+  returned: check mode
+  type: bool
+  sample: false
 changed:
   description: True when a reset was applied (or, in check mode, would be).
   returned: always
@@ -253,18 +255,13 @@ import json
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
-    flint_versions,
-    only_card,
-    query_nvconfig,
-    read_mst,
-    side_of,
+    Card,
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import PlanError, describe, plan, render
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import (
-    parse_mlxfwreset_query,
     parse_mlxfwreset_reset,
 )
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -277,49 +274,6 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 )
 
 ACTIONS = ("firmware_reset", "warm_reboot", "power_cycle")
-
-
-class Card:
-    """Reads one card's pending state with a shared runner."""
-
-    def __init__(self, runner):
-        self.runner = runner
-
-    def discover(self, device, side):
-        functions, result = read_mst(self.runner)
-        if side == "auto":
-            side = side_of(n for d in functions for n in d["net"])
-        if not device:
-            device = only_card(functions, result)
-        return device, side
-
-    def state(self, device):
-        """``{"device_type", "bluefield", "mode", "nvconfig": {NAME: (current, next)}, "firmware": {...}}``."""
-        dev = query_nvconfig(self.runner, device)[0]
-        params = dev["params"]
-        pending = {name: (e["current"], e["next_boot"]) for name, e in sorted(params.items())
-                   if e["current"] is not None and e["current"] != e["next_boot"]}
-        bluefield = (dev["device_type"] or "").lower().startswith("bluefield")
-        mode = None
-        if bluefield:
-            engine = params.get("INTERNAL_CPU_OFFLOAD_ENGINE", {}).get("current")
-            mode = "nic" if engine is not None and split_value(engine)[1] == 1 else "dpu"
-        firmware = flint_versions(self.runner, device, "query firmware of %s" % device, allow_missing=True)
-        if firmware is None:
-            firmware = {"flashed": None, "running": None}
-        return {"device_type": dev["device_type"], "bluefield": bluefield, "mode": mode, "nvconfig": pending,
-                "firmware": firmware}
-
-    def levels(self, device):
-        """``(level 3 supported, sync 1 supported)``; both false when mlxfwreset is missing."""
-        what = "query reset levels of %s" % device
-        result = run_tool(self.runner, ["mlxfwreset", "-d", device, "q"], what, allow_missing=True)
-        if result is None:
-            return False, False
-        data = parse_output(parse_mlxfwreset_query, result, what)
-        level3 = any(e["level"] == 3 and e["supported"] for e in data["levels"])
-        sync1 = any(e["id"] == 1 and e["supported"] for e in data["sync"])
-        return level3, sync1
 
 
 def changes_of(state, extra):
@@ -442,7 +396,7 @@ class Resetter:
 def run_reset(runner, params, check_mode):
     card = Card(runner)
     device, side = card.discover(params["device"], params["side"])
-    before = card.state(device)
+    before = card.pending(device)
     level3, sync1 = card.levels(device)
     extra = params["changes"] if check_mode else []
     try:
@@ -464,7 +418,7 @@ def run_reset(runner, params, check_mode):
     if reset != "none" and not check_mode:
         ran_here = resetter.apply(reset, device, sync1)
         if ran_here and params["verify"]:
-            after = card.state(device)
+            after = card.pending(device)
             if pending_summary(after)["nvconfig"] or pending_summary(after)["firmware"]:
                 raise ToolError("verify the %s of %s failed: still pending after it: %s; the card may need a bigger "
                                 "reset (a power cycle)" % (reset.replace("_", " "), device, describe_pending(after)))
@@ -491,7 +445,7 @@ def run_reset(runner, params, check_mode):
 
 def argument_spec():
     return {
-        "device": {"type": "str"},
+        "device": device_spec(),
         "side": side_spec(),
         "changes": {"type": "list", "elements": "dict", "default": []},
         "firmware_reset": {"type": "bool", "default": True},
@@ -530,7 +484,7 @@ def main():
         supports_check_mode=True,
     )
     run_module(module, "reset the card", ToolRunner, lambda runner: run_reset(runner, module.params, module.check_mode),
-               lambda result: ["mlxfwreset", "--version"])
+               lambda result: ["mlxfwreset", "--version"], predicts=False)
 
 
 if __name__ == "__main__":

@@ -29,17 +29,12 @@ options:
     elements: str
     choices: [gpus, topology, peermem, tool_versions]
     default: [gpus, topology, peermem, tool_versions]
-  fs_root:
-    description:
-      - Directory that stands for C(/) when the module reads files
-        (C(/sys/kernel/mm/memory_peers/nv_mem/version)).
-      - Leave it at C(/) on real machines; a test bed that keeps these files elsewhere points it there.
-    type: path
-    default: /
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
     default: 120
+extends_documentation_fragment:
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: The module only reads; it runs the same read-only commands in check mode.

@@ -103,6 +103,13 @@ EXAMPLES = r"""
 
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the level or a flag was changed (or, in check mode, would be).
   returned: always
@@ -113,7 +120,7 @@ device:
   type: str
   sample: /dev/mst/mt41692_pciconf0
 level:
-  description: The level after the run as C(mlxprivhost q) prints it (in check mode, as it is now).
+  description: The level after the run as C(mlxprivhost q) prints it (in check mode, as predicted).
   returned: always
   type: str
   sample: RESTRICTED
@@ -124,7 +131,7 @@ previous_level:
   sample: PRIVILEGED
 port_functions:
   description: The four flags after the run as the query shows them (stored on the card; a flag may wait for
-    its reset). In check mode, as they are now.
+    its reset). In check mode, as predicted.
   returned: always
   type: dict
   sample: {disable_rshim: true, disable_tracer: true, disable_counter_rd: true, disable_port_owner: true}
@@ -158,6 +165,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import only_card, read_mst
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import parse_mlxprivhost_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -255,7 +263,7 @@ def run_restriction(runner, params, check_mode):
     want = wanted_state(params, before)
     changed_flags = [flag for flag in FLAGS if before[flag] != want[flag]]
     changed = before != want
-    after = before
+    after = want if check_mode and changed else before  # check mode: the predicted state
     if changed and not check_mode:
         after = apply(runner, device, argv_for(device, params, want), want)
     reset_by = {flag: FLAG_RESETS[flag] for flag in changed_flags}
@@ -274,7 +282,7 @@ def run_restriction(runner, params, check_mode):
 def argument_spec():
     spec = {
         "state": {"type": "str", "choices": list(LEVELS), "required": True},
-        "device": {"type": "str"},
+        "device": device_spec(),
         "timeout": timeout_spec(120),
     }
     for flag in FLAGS:
@@ -286,7 +294,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "set host privilege", ToolRunner,
                lambda runner: run_restriction(runner, module.params, module.check_mode),
-               lambda result: ["mlxprivhost", "-v"])
+               lambda result: ["mlxprivhost", "-v"], predicts=True)
 
 
 if __name__ == "__main__":

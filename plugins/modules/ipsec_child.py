@@ -28,12 +28,16 @@ options:
     description: Initiate the CHILD_SA when it is not installed. False only reports (the other end initiates).
     type: bool
     default: true
-  wait:
-    description: Seconds C(swanctl --initiate) waits for the exchange.
+  wait_timeout:
+    description:
+      - Seconds C(swanctl --initiate) waits for the exchange.
+      - The old name O(wait) still works until 2.0.0; it is deprecated because O(wait) is a bool in the other
+        bluefleet modules.
     type: int
     default: 20
+    aliases: [wait]
   timeout:
-    description: Seconds each command may run (more than O(wait)).
+    description: Seconds each command may run (more than O(wait_timeout)).
     type: int
     default: 60
 attributes:
@@ -59,12 +63,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. False - the outcome is only known after the module acts, so the resource keys
+      show the current state; RV(changed) and the diff say what would change.
+  returned: check mode
+  type: bool
+  sample: false
 changed:
   description: True when the CHILD_SA was (or, in check mode, would be) initiated.
   returned: always
   type: bool
 installed:
-  description: Whether the CHILD_SA is installed after the run (in check mode, as it is now).
+  description: Whether the CHILD_SA is installed after the run (in check mode, as predicted).
   returned: always
   type: bool
 sa:
@@ -84,6 +95,7 @@ cmd:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._swanctl import parse_list_sas
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import wait_timeout_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -121,7 +133,7 @@ def run_child(runner, params, check_mode):
         return {"changed": True, "installed": False, "sa": None, "diff": make_diff(state_before, want)}
     what = "initiate CHILD_SA %s of %s" % (child, ike)
     result = run_tool(runner, ["swanctl", "--initiate", "--ike", ike, "--child", child,
-                               "--timeout", str(params["wait"])], what,
+                               "--timeout", str(params["wait_timeout"])], what,
                       hint="; check the peer's configuration, its PSK/certificate and that the fabric reaches it")
     after = read_child(runner, ike, child)
     if after is None:
@@ -134,7 +146,7 @@ def argument_spec():
         "ike": {"type": "str", "required": True},
         "child": {"type": "str", "required": True},
         "initiate": {"type": "bool", "default": True},
-        "wait": {"type": "int", "default": 20},
+        "wait_timeout": wait_timeout_spec(20, old_name="wait"),
         "timeout": timeout_spec(60),
     }
 
@@ -142,7 +154,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "initiate CHILD_SA %s" % module.params["child"], ToolRunner,
-               lambda runner: run_child(runner, module.params, module.check_mode))
+               lambda runner: run_child(runner, module.params, module.check_mode), predicts=False)
 
 
 if __name__ == "__main__":

@@ -26,12 +26,10 @@ options:
     required: true
   path:
     description: The BlueField configuration file, as a path on the machine (under O(fs_root)).
-    type: str
-    default: /etc/mellanox/mlnx-bf.conf
-  fs_root:
-    description: The directory that stands for C(/) when the module reads and writes O(path) and C(/sys).
     type: path
-    default: /
+    default: /etc/mellanox/mlnx-bf.conf
+extends_documentation_fragment:
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: Reads the file and the driver's mode and reports what would change; writes nothing.
@@ -65,6 +63,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+before:
+  description:
+    - The state before the module ran (the same as RV(full_offload) when nothing changed); RV(previous) is its older
+      name.
+  returned: success
+  type: bool
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the file was changed, or the running driver does not use the value the file has (in
     check mode, would be changed / is so).
@@ -76,7 +87,7 @@ conf_file:
   type: str
   sample: /etc/mellanox/mlnx-bf.conf
 full_offload:
-  description: The value in the file after the run (in check mode, as it is now).
+  description: The value in the file after the run (in check mode, as predicted).
   returned: always
   type: bool
 previous:
@@ -109,10 +120,10 @@ diff:
 import glob
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec, without_unasked_diff
 
 KEY = "IPSEC_FULL_OFFLOAD"
 _ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?%s=(.*)$" % KEY)
@@ -163,24 +174,22 @@ def driver_modes(fs_root):
     return out
 
 
-def write_file(module, path, text, existed):
+def save_conf(module, path, text):
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         module.fail_json(msg="set IPsec full offload failed: %s does not exist; is this a BlueField Arm OS? (path "
                              "option: the mlnx-bf.conf of the DPU)" % directory)
-    fd, tmp = tempfile.mkstemp(prefix=".mlnx-bf.conf.", dir=directory)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    if not existed:
-        os.chmod(tmp, 0o644)  # atomic_move keeps an existing file's mode and owner
-    module.atomic_move(tmp, path)
+    try:
+        write_file(path, text, mode=0o644)
+    except OSError as exc:
+        module.fail_json(msg="set IPsec full offload failed: write %s: %s" % (path, exc))
 
 
 def main():
     module = AnsibleModule(
         argument_spec={
             "full_offload": {"type": "bool", "required": True},
-            "path": {"type": "str", "default": "/etc/mellanox/mlnx-bf.conf"},
+            "path": {"type": "path", "default": "/etc/mellanox/mlnx-bf.conf"},
             "fs_root": fs_root_spec(),
         },
         supports_check_mode=True,
@@ -209,12 +218,13 @@ def main():
     if file_changes and not module.check_mode:
         if not existed:
             module.warn("%s did not exist; created it with %s only" % (path, KEY))
-        write_file(module, path, after_text, existed)
+        save_conf(module, path, after_text)
     restart = file_changes or running_wrong
-    module.exit_json(
+    result = dict(
         changed=restart,
         conf_file=path,
-        full_offload=want if (file_changes and not module.check_mode) else previous,
+        full_offload=want if file_changes else previous,
+        before=previous,
         previous=previous,
         driver_ipsec_mode=modes,
         restart_required="driver" if restart else "none",
@@ -222,6 +232,9 @@ def main():
         diff={"before": before_text, "after": after_text if file_changes else before_text,
               "before_header": path, "after_header": path},
     )
+    if module.check_mode:
+        result["check_mode_prediction"] = True
+    module.exit_json(**without_unasked_diff(module, result))
 
 
 if __name__ == "__main__":

@@ -95,12 +95,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when something was (or, in check mode, would be) changed.
   returned: always
   type: bool
 interface:
-  description: The interface after the run (in check mode, as it is now) - C(addresses), C(mtu), C(up), C(vxlan).
+  description: The interface after the run (in check mode, as predicted) - C(addresses), C(mtu), C(up), C(vxlan).
   returned: always
   type: dict
 diff:
@@ -237,7 +244,7 @@ def run_netdev(runner, params, check_mode):
         missing = [a for a in want["addresses"] if a not in after["addresses"]]
         if missing or (params["mtu"] is not None and after["mtu"] != params["mtu"]) or after["up"] != params["up"]:
             raise ToolError("configure %s failed: read back %s, wanted %s" % (name, after, want))
-    return {"changed": changed, "interface": after if not check_mode else cur,
+    return {"changed": changed, "interface": (want if changed else cur) if check_mode else after,
             "diff": make_diff(before or {}, want if changed else (before or {}))}
 
 
@@ -260,7 +267,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "configure %s" % module.params["name"], ToolRunner,
-               lambda runner: run_netdev(runner, module.params, module.check_mode))
+               lambda runner: run_netdev(runner, module.params, module.check_mode), predicts=True)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the image was burnt (or, in check mode, would be).
   returned: always
@@ -155,17 +162,15 @@ tool_version:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import Card
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import change_reset
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn, parse_flint_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwmanager import parse_mlxfwmanager_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     is_sha256,
-    parse_output,
     run_module,
-    run_tool,
     sha256_of,
     timeout_spec,
 )
@@ -175,70 +180,6 @@ _QUERY_TOOL = {"flint": "flint", "mstflint": "mstflint", "mlxfwmanager": "flint"
 
 def version_key(text):
     return tuple(int(part) if part.isdigit() else 0 for part in str(text).split("."))
-
-
-class Card:
-    """Reads a card and an image with flint / mstflint, burns with the chosen tool."""
-
-    def __init__(self, runner, device, query_tool):
-        self.runner = runner
-        self.device = device
-        self.query_tool = query_tool
-
-    def run(self, argv, what):
-        return run_tool(self.runner, argv, what)
-
-    def parse_query(self, result, what):
-        data = parse_output(parse_flint_query, result, what)
-        if data["errors"]:
-            raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
-        return data
-
-    def image(self, path):
-        what = "read firmware image %s with %s" % (path, self.query_tool)
-        data = self.parse_query(self.run([self.query_tool, "-i", path, "q"], what), what)
-        if not data["fw_version"] or not data["psid"]:
-            raise ToolError("%s failed: the image query printed no FW Version or PSID" % what)
-        return {"version": data["fw_version"], "psid": data["psid"]}
-
-    def state(self):
-        what = "query firmware of %s with %s" % (self.device, self.query_tool)
-        data = self.parse_query(self.run([self.query_tool, "-d", self.device, "q"], what), what)
-        if not data["fw_version"]:
-            raise ToolError("%s failed: no FW Version line" % what)
-        flashed = data["fw_version"]
-        running = data["running_fw_version"] or flashed
-        return {"flashed": flashed, "running": running, "psid": data["psid"], "pending": flashed != running}
-
-    def burn(self, tool, image, cross_psid, downgrade):
-        """One burn; returns the result. Raises ToolError for any failure the tool reports."""
-        if tool in ("flint", "mstflint"):
-            argv = [tool, "-d", self.device, "-i", image, "-y"]
-            if cross_psid:
-                argv.append("--allow_psid_change")
-            argv.append("burn")
-        else:
-            argv = [tool, "-d", self.device, "-i", image, "-u", "-y"]
-            if downgrade:
-                argv.append("-f")
-        what = "burn %s to %s with %s" % (image, self.device, tool)
-        result = self.runner.run(argv)
-        if result.rc in (130, 137, 143) or (result.rc < 0):
-            raise ToolError("%s failed: the burn was interrupted (exit status %d)" % (what, result.rc), result,
-                            interrupted=True)
-        reason = error_reason(result)
-        if reason:
-            raise ToolError("%s failed: %s" % (what, reason), result)
-        if tool in ("flint", "mstflint"):
-            data = parse_output(parse_flint_burn, result, what)
-            if not data["ok"]:
-                raise ToolError("%s failed: flint did not report every step OK (%s)"
-                                % (what, "; ".join(data["errors"] + data["messages"]) or "no steps"), result)
-        else:
-            data = parse_output(parse_mlxfwmanager_query, result, what)
-            if data["errors"]:
-                raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
-        return result
 
 
 def pick_tool(runner, tool):
@@ -333,7 +274,7 @@ def run_firmware(runner, p, check_mode):
 
 def argument_spec():
     return {
-        "device": {"type": "str", "required": True},
+        "device": device_spec(required=True),
         "image": {"type": "path", "required": True},
         "version": {"type": "str"},
         "sha256": {"type": "str"},
@@ -348,7 +289,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "burn firmware to %s" % module.params["device"], ToolRunner,
                lambda runner: run_firmware(runner, module.params, module.check_mode),
-               lambda result: [result["tool"], "--version"])
+               lambda result: [result["tool"], "--version"], predicts=True)
 
 
 if __name__ == "__main__":

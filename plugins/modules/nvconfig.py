@@ -101,6 +101,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when the module wrote (or, in check mode, would write) Next Boot values.
   returned: always
@@ -188,6 +195,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import only_card, query_nvconfig, read_mst
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest, param_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_set, split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, version_line
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -411,7 +419,7 @@ def configure(runner, device, params, mode, tool, check_mode):
 
 def argument_spec():
     return {
-        "device": {"type": "str"},
+        "device": device_spec(),
         "params": {"type": "dict", "default": {}},
         "mode": {"type": "str", "choices": ["dpu", "nic"]},
         "tool": {"type": "str", "choices": ["mlxconfig", "mstconfig"], "default": "mlxconfig"},
@@ -423,7 +431,8 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
     run_module(module, "configure NV parameters", ToolRunner,
-               lambda runner: configure(runner, p["device"], p["params"], p["mode"], p["tool"], module.check_mode))
+               lambda runner: configure(runner, p["device"], p["params"], p["mode"], p["tool"], module.check_mode),
+               predicts=True)
 
 
 if __name__ == "__main__":

@@ -87,17 +87,24 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when something was (or, in check mode, would be) changed.
   returned: always
   type: bool
 bridge:
-  description: The bridge after the run (in check mode, as it is now) - C(exists), C(datapath_type), C(ports);
+  description: The bridge after the run (in check mode, as predicted) - C(exists), C(datapath_type), C(ports);
     C(interface_errors) maps a port to the error OVS reports for it.
   returned: always
   type: dict
 other_config:
-  description: The C(Open_vSwitch) table's C(other_config) after the run (in check mode, as it is now).
+  description: The C(Open_vSwitch) table's C(other_config) after the run (in check mode, as predicted).
   returned: always
   type: dict
   sample: {hw-offload: "true"}
@@ -217,7 +224,7 @@ def run_bridge(runner, params, check_mode):
     want_other = dict(other)
     want_other.update(params["other_config"])
     changed = bool(args)
-    after_br, after_other = br, other
+    after_br, after_other = (want_br, want_other) if check_mode and changed else (br, other)  # check mode: predicted
     if changed and not check_mode:
         what = "configure OVS bridge %s" % bridge
         run_tool(runner, ["ovs-vsctl"] + args[1:], what)
@@ -258,7 +265,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "configure OVS bridge %s" % module.params["bridge"], ToolRunner,
                lambda runner: run_bridge(runner, module.params, module.check_mode),
-               lambda result: ["ovs-vsctl", "--version"])
+               lambda result: ["ovs-vsctl", "--version"], predicts=True)
 
 
 if __name__ == "__main__":

@@ -36,14 +36,12 @@ options:
     description: The path of setpci in the unit's C(ExecStart) lines.
     type: path
     default: /usr/bin/setpci
-  fs_root:
-    description: Directory that stands for C(/) when the module writes the unit. Leave it at C(/) on real machines.
-    type: path
-    default: /
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
     default: 60
+extends_documentation_fragment:
+  - bluefleet.dpu.options.fs_root
 attributes:
   check_mode:
     description: Reads and reports the bridges it would change and the unit it would write; changes nothing.
@@ -71,6 +69,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: Whether a bridge was written or the unit file changed.
   returned: always
@@ -113,6 +118,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lspci import parse_lspci
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -159,12 +165,7 @@ def _read_file(path):
 
 def _write_file(path, text):
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = path + ".bluefleet-tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        write_file(path, text, mode=0o644, makedirs=True)
     except OSError as exc:
         raise ToolError("write %s failed: %s" % (path, exc)) from exc
 
@@ -212,7 +213,7 @@ def run_acs(runner, params, check_mode):
     wanted_view = dict.fromkeys(slots, "0000")
     diff = make_diff({"acs_ctl": before, "unit": unit_before or ""},
                      {"acs_ctl": wanted_view, "unit": unit_after if unit_path else ""})
-    return {"changed": bool(to_write or unit_change), "bridges": after if not check_mode else before,
+    return {"changed": bool(to_write or unit_change), "bridges": wanted_view if check_mode and to_write else after,
             "changed_bridges": to_write, "unit_path": unit_path, "reset_required": "none", "diff": diff}
 
 
@@ -230,7 +231,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "disable PCIe ACS", ToolRunner,
                lambda runner: run_acs(runner, module.params, module.check_mode),
-               lambda result: ["lspci", "--version"])
+               lambda result: ["lspci", "--version"], predicts=True)
 
 
 if __name__ == "__main__":

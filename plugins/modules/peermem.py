@@ -75,6 +75,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: Whether the module was loaded, unloaded or reloaded, or the file written or removed.
   returned: always
@@ -120,6 +127,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lsmod import parse_lsmod
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -201,12 +209,7 @@ def modprobe(runner, remove=False):
 
 
 def write_conf(path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".bluefleet-tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(CONF_TEXT)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    write_file(path, CONF_TEXT, mode=0o644, makedirs=True)
 
 
 def apply(runner, actions, before):
@@ -244,7 +247,7 @@ def run_peermem(runner, params, check_mode):
                   "persistent": True if params["persist"] else before["persistent"]}
     else:
         wanted = {"loaded": False, "registered": False, "persistent": False}
-    after = before
+    after = dict(before, **wanted) if check_mode and actions else before  # check mode: the predicted state
     if actions and not check_mode:
         apply(runner, actions, before)
         after = read_state(runner, fs_root, sysfs_root)
@@ -279,7 +282,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "set %s" % MODULE, ToolRunner,
                lambda runner: run_peermem(runner, module.params, module.check_mode),
-               lambda result: ["modprobe", "--version"])
+               lambda result: ["modprobe", "--version"], predicts=True)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+changed:
+  description: Always false; the module only reads.
+  returned: always
+  type: bool
 links:
   description: RDMA device ports and their netdevs, from C(ibdev2netdev).
   returned: always

@@ -100,7 +100,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     timeout_spec,
 )
 
-ARGV = ["rdma", "link", "show"]
+ARGV = ("rdma", "link", "show")
 
 
 def read_links(runner, devices):

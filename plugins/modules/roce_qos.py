@@ -92,10 +92,13 @@ options:
     description: Largest MTU the port takes (mlx5 - 9978, as C(ip -d link) shows C(maxmtu)).
     type: int
     default: 9978
-  sysfs_root:
-    description: The directory that stands for C(/) for the sysfs files (C(/) on a machine).
+  fs_root:
+    description:
+      - The directory that stands for C(/) when the module reads and writes the sysfs files (C(/) on a machine).
+      - C(sysfs_root) is the older name of this option.
     type: path
     default: /
+    aliases: [sysfs_root]
   timeout:
     description: Seconds each command may run.
     type: int
@@ -138,6 +141,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+before:
+  description:
+    - The state before the module ran (the same as RV(qos) when nothing changed); RV(previous) is its older
+      name.
+  returned: success
+  type: dict
+check_mode_prediction:
+  description:
+    - Only in check mode. True - the resource keys show the state the module predicts after a real run
+      (what it would write), not the state before.
+  returned: check mode
+  type: bool
+  sample: true
 changed:
   description: True when a setting was changed (or, in check mode, would be).
   returned: always
@@ -156,7 +172,7 @@ port:
   returned: always
   type: int
 qos:
-  description: The managed settings after the run (in check mode, as they are now), keys as the options.
+  description: The managed settings after the run (in check mode, as predicted), keys as the options.
   returned: always
   type: dict
 previous:
@@ -205,7 +221,9 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import
     parse_cma_roce_tos,
     parse_ibdev2netdev,
 )
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import fs_root_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_attribute
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -223,7 +241,7 @@ ROCE_VERSIONS = {1: "v1", 2: "v2"}
 
 
 def net_dir(params):
-    return os.path.join(params["sysfs_root"], "sys", "class", "net", params["netdev"])
+    return os.path.join(params["fs_root"], "sys", "class", "net", params["netdev"])
 
 
 def read_number(path, what):
@@ -240,8 +258,7 @@ def read_number(path, what):
 
 def write_number(path, value, what):
     try:
-        with open(path, "w") as handle:
-            handle.write("%d\n" % value)
+        write_attribute(path, "%d\n" % value)
     except OSError as exc:
         raise ToolError("write %s failed: %s; run as root on a machine with the mlx5 driver" % (what, exc)) from exc
 
@@ -402,7 +419,7 @@ def run_roce_qos(runner, params, check_mode):
     want = desired_state(params)
     before = read_state(runner, params, ibdev)
     changes = [key for key in KEYS if key in want and before.get(key) != want[key]]
-    after = before
+    after = dict(before, **want) if check_mode and changes else before  # check mode: the predicted state
     if changes and not check_mode:
         apply_changes(runner, params, ibdev, changes, want)
         after = read_state(runner, params, ibdev)
@@ -416,6 +433,7 @@ def run_roce_qos(runner, params, check_mode):
         "ibdev": ibdev,
         "port": params["port"],
         "qos": after,
+        "before": before,
         "previous": before,
         "changes": changes,
         "persistent": False,
@@ -445,7 +463,7 @@ def argument_spec():
         "port": {"type": "int", "default": 1},
         "mtu": {"type": "int"},
         "max_mtu": {"type": "int", "default": 9978},
-        "sysfs_root": {"type": "path", "default": "/"},
+        "fs_root": fs_root_spec(aliases=["sysfs_root"]),
         "timeout": timeout_spec(60),
     }
 
@@ -453,7 +471,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     run_module(module, "configure RoCE QoS", ToolRunner,
-               lambda runner: run_roce_qos(runner, module.params, module.check_mode))
+               lambda runner: run_roce_qos(runner, module.params, module.check_mode), predicts=True)
 
 
 if __name__ == "__main__":

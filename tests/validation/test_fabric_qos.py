@@ -19,6 +19,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import
     parse_ibdev2netdev,
     parse_show_gids,
 )
+from fleet_roots import card_path, files_root
 
 pytestmark = pytest.mark.stage("fabric")
 
@@ -43,8 +44,7 @@ def expected(node) -> dict:
 def _sysfs(node) -> str:
     """Where the mlx5 sysfs files are: / on a machine, the twin root in the sim and the lab (the role's
     roce_qos_sysfs_root default)."""
-    root = str(node.vars.get("preflight_fs_root") or node.vars.get("bluefleet_fs_root") or "/").rstrip("/")
-    return root + "/sys/class/net"
+    return card_path(node, "/sys/class/net")
 
 
 def _ok(node, cmd: str, what: str) -> str:
@@ -212,7 +212,7 @@ def test_roce_gid_index(node):
 def test_roce_boot_unit(node):
     """The settings come back after a reboot: the unit and its settings file are installed; in the lab and on
     machines (systemd) the unit is enabled too."""
-    root = str(node.vars.get("bluefleet_fs_root", "/")).rstrip("/")
+    root = files_root(node.vars)
     for path in (f"{root}/etc/systemd/system/{UNIT}", f"{root}/etc/bluefleet/roce-qos.env",
                  f"{root}/usr/local/sbin/bluefleet-roce-qos"):
         res = node.run(f"test -s {shlex.quote(path)}")

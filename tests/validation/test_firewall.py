@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fleet_roots import files_path
 
 pytestmark = pytest.mark.stage("offload")
 
@@ -68,8 +69,7 @@ def test_ruleset_present(dpu):
     table = _setting(dpu, "firewall_table")
     networks = _policy(dpu)
     if dpu.local:
-        root = dpu.vars.get("bluefleet_fs_root") or "/"
-        path = Path(str(root).rstrip("/") + _setting(dpu, "firewall_file"))
+        path = Path(files_path(dpu, _setting(dpu, "firewall_file")))
         assert path.is_file(), f"{dpu.name}: firewall ruleset {path} is missing; fix: {_FIX}"
         text = path.read_text(encoding="utf-8")
         where = str(path)

@@ -11,7 +11,7 @@
   matches it (a firmware reset activates it: playbooks/firmware.yml). Where no selected GPU host sets it, the check
   is marked not applicable (deselected and reported as such by conftest) rather than passing silently.
 
-Files are read under ``bluefleet_fs_root`` (``/`` on real machines; the twin root in the sim inventory).
+Files are read under the node's files root, /sys under its card root (tests/fleet_roots.py).
 """
 
 from __future__ import annotations
@@ -22,23 +22,12 @@ import pytest
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lspci import parse_lspci
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query, split_value
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_show_gids
+from fleet_roots import card_path, files_path
 
 pytestmark = pytest.mark.stage("fabric")
 
 FIX_PEERMEM = "fix: gpu_host_peermem / playbooks/fabric.yml --tags gpudirect"
 FIX_NCCL = "fix: nccl_* variables and bluefleet_roce / playbooks/fabric.yml --tags nccl"
-
-
-def _path(node, path: str) -> str:
-    root = str(node.vars.get("bluefleet_fs_root") or "/").rstrip("/")
-    return root + path
-
-
-def _sys_path(node, path: str) -> str:
-    # /sys of a machine whose driver is the device twin (the lab) lives under the twin root (preflight_fs_root),
-    # as gpu_host_sysfs_root says; the sim keeps both under bluefleet_fs_root; a real machine reads /sys.
-    root = str(node.vars.get("preflight_fs_root") or node.vars.get("bluefleet_fs_root") or "/").rstrip("/")
-    return root + path
 
 
 def _has_gpus(node) -> bool:
@@ -47,7 +36,7 @@ def _has_gpus(node) -> bool:
 
 
 def _read(node, path: str):
-    res = node.run("cat %s" % shlex.quote(_path(node, path)))
+    res = node.run("cat %s" % shlex.quote(files_path(node, path)))
     return res.stdout if res.rc == 0 else None
 
 
@@ -66,8 +55,8 @@ def _settings(text: str, export: bool = False) -> dict[str, str]:
 
 def _nccl_conf(node) -> dict[str, str]:
     text = _read(node, "/etc/nccl.conf")
-    assert text is not None, f"{node.name}: {_path(node, '/etc/nccl.conf')} is missing, expected the NCCL settings; " \
-                             f"{FIX_NCCL}"
+    assert text is not None, f"{node.name}: {files_path(node, '/etc/nccl.conf')} is missing, expected the NCCL " \
+                             f"settings; {FIX_NCCL}"
     return _settings(text)
 
 
@@ -88,7 +77,7 @@ def test_peermem_loaded_and_registered(gpu_host):
     assert lsmod.rc == 0, f"{gpu_host.name}: lsmod failed: {lsmod.stderr}"
     loaded = any(line.split()[:1] == ["nvidia_peermem"] for line in lsmod.stdout.splitlines())
     assert loaded, f"{gpu_host.name}: nvidia_peermem is not loaded, expected loaded; {FIX_PEERMEM}"
-    sysfs = _sys_path(gpu_host, "/sys/kernel/mm/memory_peers/nv_mem/version")
+    sysfs = card_path(gpu_host, "/sys/kernel/mm/memory_peers/nv_mem/version")
     registered = gpu_host.run("cat %s" % shlex.quote(sysfs)).rc == 0
     assert registered, (
         f"{gpu_host.name}: nvidia_peermem is loaded but {sysfs} "

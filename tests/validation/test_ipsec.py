@@ -16,12 +16,13 @@ import time
 import pytest
 from ansible_collections.bluefleet.dpu.plugins.filter.ipsec_peers import ipsec_peers
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._xfrm import parse_state
+from fleet_roots import files_path
 
 pytestmark = pytest.mark.stage("offload")
 
 FIX = "fix: {what} / playbooks/offload.yml (bluefleet.dpu.ipsec)"
-CONF = "etc/swanctl/conf.d/bluefleet.conf"
-SECRETS = "etc/swanctl/conf.d/bluefleet-secrets.conf"
+CONF = "/etc/swanctl/conf.d/bluefleet.conf"
+SECRETS = "/etc/swanctl/conf.d/bluefleet-secrets.conf"
 
 
 def _fix(what: str) -> str:
@@ -45,13 +46,9 @@ def _addressed(fleet) -> bool:
     return any("bluefleet_uplink_address" in fleet.runner.get_variables(n) for n in fleet.runner.get_hosts("dpus"))
 
 
-def _path(node, rel: str) -> str:
-    return str(node.vars.get("bluefleet_fs_root", "/")).rstrip("/") + "/" + rel
-
-
 def test_swanctl_configuration_rendered(dpu, fleet):
     """One connection per peer with hw_offload = packet; the files are 0600 (they name the peers / hold the PSK)."""
-    conf = _path(dpu, CONF)
+    conf = files_path(dpu, CONF)
     if not _addressed(fleet):
         res = dpu.run(f"test -e {shlex.quote(conf)}")
         assert res.rc != 0, (f"{dpu.name}: {conf} exists although no DPU has bluefleet_uplink_address in the "
@@ -73,9 +70,9 @@ def test_swanctl_configuration_rendered(dpu, fleet):
         assert "hw_offload = packet" in body, (f"{dpu.name}: connection bf-{peer['name']} does not ask for "
                                                f"hw_offload = packet; {_fix('ipsec_hw_offload')}")
     if dpu.vars.get("ipsec_auth", "psk") == "psk":
-        res = dpu.run(f"stat -c %a {shlex.quote(_path(dpu, SECRETS))}")
+        res = dpu.run(f"stat -c %a {shlex.quote(files_path(dpu, SECRETS))}")
         assert res.rc == 0 and res.stdout.strip() == "600", (
-            f"{dpu.name}: {_path(dpu, SECRETS)} is missing or not mode 600 ({res.stdout.strip() or res.rc}); "
+            f"{dpu.name}: {files_path(dpu, SECRETS)} is missing or not mode 600 ({res.stdout.strip() or res.rc}); "
             f"{_fix('ipsec_psk (vaulted)')}")
 
 

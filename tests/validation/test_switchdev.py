@@ -7,7 +7,7 @@ What the bluefleet.dpu.switchdev role sets, read back as a person would: ``devli
 still runs ``none`` is a failure: the driver restart did not happen.
 
 Expected values: the inventory's ``switchdev_*`` variables, else the role's defaults. Files are read under
-``bluefleet_fs_root`` (the sim) or ``preflight_fs_root`` (the lab: the twin's root), else ``/``, as the role does.
+the card root (``preflight_fs_root``, else ``bluefleet_fs_root``, else ``/``: tests/fleet_roots.py), as the role does.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 import yaml
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import parse_eswitch, parse_port
 from ansible_collections.bluefleet.dpu.plugins.modules.ipsec_offload import file_value
+from fleet_roots import card_root
 
 pytestmark = pytest.mark.stage("offload")
 
@@ -31,7 +32,8 @@ def want(node, var: str):
 
 
 def fs_root(node) -> str:
-    return str(node.vars.get("bluefleet_fs_root") or node.vars.get("preflight_fs_root") or "/").rstrip("/")
+    """switchdev_fs_root: the card root (tests/fleet_roots.py)."""
+    return card_root(node.vars)
 
 
 def _ok(node, cmd: str, what: str) -> str:

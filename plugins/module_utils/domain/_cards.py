@@ -9,6 +9,7 @@
   (``side_of()``); everything else is a host.
 - Reading one card: ``query_nvconfig()`` (``mlxconfig -d DEV -e q``, its device block) and
   ``flint_versions()`` (``flint -d DEV q``: flashed and running firmware).
+- ``Card``: the one device handle of the collection (fw_reset and nic_firmware use it).
 
 Errors are ``_tooling.ToolError`` with the command that explains them. No AnsibleModule import.
 """
@@ -17,9 +18,12 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn, parse_flint_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query, split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwmanager import parse_mlxfwmanager_query
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import parse_mlxfwreset_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import parse_mst_status
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError, parse_output, run_tool
 
 MST_STATUS_ARGV = ("mst", "status", "-v")
@@ -128,3 +132,108 @@ def flint_versions(runner, device, what, allow_missing=False):
         return None
     q = parse_output(parse_flint_query, result, what)
     return {"flashed": q["fw_version"], "running": q["running_fw_version"] or q["fw_version"]}
+
+
+class Card:
+    """The one handle on a card the modules use: discovery, pending state and reset levels (fw_reset), and the
+    firmware query, image check and burn (nic_firmware), all through one shared runner.
+
+    ``device``: the card (PCI address or MST device); ``discover()`` finds it when the user gave none.
+    ``query_tool``: ``flint`` or ``mstflint`` for the firmware queries.
+    """
+
+    def __init__(self, runner, device=None, query_tool="flint"):
+        self.runner = runner
+        self.device = device
+        self.query_tool = query_tool
+
+    def discover(self, device, side):
+        functions, result = read_mst(self.runner)
+        if side == "auto":
+            side = side_of(n for d in functions for n in d["net"])
+        if not device:
+            device = only_card(functions, result)
+        return device, side
+
+    def pending(self, device):
+        """``{"device_type", "bluefield", "mode", "nvconfig": {NAME: (current, next)}, "firmware": {...}}``."""
+        dev = query_nvconfig(self.runner, device)[0]
+        params = dev["params"]
+        pending = {name: (e["current"], e["next_boot"]) for name, e in sorted(params.items())
+                   if e["current"] is not None and e["current"] != e["next_boot"]}
+        bluefield = (dev["device_type"] or "").lower().startswith("bluefield")
+        mode = None
+        if bluefield:
+            engine = params.get("INTERNAL_CPU_OFFLOAD_ENGINE", {}).get("current")
+            mode = "nic" if engine is not None and split_value(engine)[1] == 1 else "dpu"
+        firmware = flint_versions(self.runner, device, "query firmware of %s" % device, allow_missing=True)
+        if firmware is None:
+            firmware = {"flashed": None, "running": None}
+        return {"device_type": dev["device_type"], "bluefield": bluefield, "mode": mode, "nvconfig": pending,
+                "firmware": firmware}
+
+    def levels(self, device):
+        """``(level 3 supported, sync 1 supported)``; both false when mlxfwreset is missing."""
+        what = "query reset levels of %s" % device
+        result = run_tool(self.runner, ["mlxfwreset", "-d", device, "q"], what, allow_missing=True)
+        if result is None:
+            return False, False
+        data = parse_output(parse_mlxfwreset_query, result, what)
+        level3 = any(e["level"] == 3 and e["supported"] for e in data["levels"])
+        sync1 = any(e["id"] == 1 and e["supported"] for e in data["sync"])
+        return level3, sync1
+
+    def run(self, argv, what):
+        return run_tool(self.runner, argv, what)
+
+    def parse_query(self, result, what):
+        data = parse_output(parse_flint_query, result, what)
+        if data["errors"]:
+            raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
+        return data
+
+    def image(self, path):
+        what = "read firmware image %s with %s" % (path, self.query_tool)
+        data = self.parse_query(self.run([self.query_tool, "-i", path, "q"], what), what)
+        if not data["fw_version"] or not data["psid"]:
+            raise ToolError("%s failed: the image query printed no FW Version or PSID" % what)
+        return {"version": data["fw_version"], "psid": data["psid"]}
+
+    def state(self):
+        what = "query firmware of %s with %s" % (self.device, self.query_tool)
+        data = self.parse_query(self.run([self.query_tool, "-d", self.device, "q"], what), what)
+        if not data["fw_version"]:
+            raise ToolError("%s failed: no FW Version line" % what)
+        flashed = data["fw_version"]
+        running = data["running_fw_version"] or flashed
+        return {"flashed": flashed, "running": running, "psid": data["psid"], "pending": flashed != running}
+
+    def burn(self, tool, image, cross_psid, downgrade):
+        """One burn; returns the result. Raises ToolError for any failure the tool reports."""
+        if tool in ("flint", "mstflint"):
+            argv = [tool, "-d", self.device, "-i", image, "-y"]
+            if cross_psid:
+                argv.append("--allow_psid_change")
+            argv.append("burn")
+        else:
+            argv = [tool, "-d", self.device, "-i", image, "-u", "-y"]
+            if downgrade:
+                argv.append("-f")
+        what = "burn %s to %s with %s" % (image, self.device, tool)
+        result = self.runner.run(argv)
+        if result.rc in (130, 137, 143) or (result.rc < 0):
+            raise ToolError("%s failed: the burn was interrupted (exit status %d)" % (what, result.rc), result,
+                            interrupted=True)
+        reason = error_reason(result)
+        if reason:
+            raise ToolError("%s failed: %s" % (what, reason), result)
+        if tool in ("flint", "mstflint"):
+            data = parse_output(parse_flint_burn, result, what)
+            if not data["ok"]:
+                raise ToolError("%s failed: flint did not report every step OK (%s)"
+                                % (what, "; ".join(data["errors"] + data["messages"]) or "no steps"), result)
+        else:
+            data = parse_output(parse_mlxfwmanager_query, result, what)
+            if data["errors"]:
+                raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
+        return result

@@ -11,8 +11,9 @@
 - ``ToolReader``: for the read-only ``*_info`` modules: a missing tool is remembered and answered with
   None (the section says ``available: false``) instead of failing, every tool that answered is listed,
   and a ParseError asks the user to report the output.
-- Argument-spec fragments shared by modules (``timeout_spec``, ``side_spec``, ``fs_root_spec``) and the
-  check that a number of seconds is positive (``nonpositive_seconds``).
+- The argument-spec fragments of ``_argspec.py`` (``timeout_spec``, ``side_spec``, ``fs_root_spec``),
+  re-exported for the modules that import them from here, and the check that a number of seconds is
+  positive (``nonpositive_seconds``).
 - ``sha256_of()`` / ``is_sha256()`` for the modules that check a file before writing it to a card.
 
 No AnsibleModule import: modules pass what they need.
@@ -24,6 +25,11 @@ import hashlib
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import (  # noqa: F401 (re-exported)
+    fs_root_spec,
+    side_spec,
+    timeout_spec,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import (
     error_reason,
     tool_missing,
@@ -31,21 +37,6 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner imp
 )
 
 _SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
-
-
-def timeout_spec(default):
-    """The ``timeout`` option: seconds each command may run."""
-    return {"type": "int", "default": default}
-
-
-def side_spec():
-    """The ``side`` option: where the module runs, ``host``, ``dpu`` or ``auto`` (``_cards.side_of``)."""
-    return {"type": "str", "choices": ["auto", "host", "dpu"], "default": "auto"}
-
-
-def fs_root_spec():
-    """The ``fs_root`` option: the directory that stands for ``/`` when the module reads files."""
-    return {"type": "path", "default": "/"}
 
 
 def nonpositive_seconds(params, label, keys=("timeout",)):
@@ -164,13 +155,16 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
-def run_module(module, label, runner_class, work, version_argv=None):
+def run_module(module, label, runner_class, work, version_argv=None, predicts=None):
     """The end of a tool-driven module's ``main()``, written once.
 
     Checks the ``timeout`` option, runs ``work(runner)`` with a fresh ``runner_class`` (the module's
     ``ToolRunner``, passed in so tests can put a fake in its place), turns a ToolError
     into ``fail_json`` (with every argv run so far), adds ``tool_version`` when ``version_argv(result)``
-    gives the argv that prints it, and ``cmd``, then ``exit_json``.
+    gives the argv that prints it, and ``cmd``, drops ``diff`` unless the user ran with ``--diff``, and in
+    check mode says whether the resource keys are the predicted after-state (``check_mode_prediction``:
+    ``predicts``; False for a module whose outcome is only known after it acts; None, for read-only
+    modules, leaves the key out), then ``exit_json``.
     """
     params = module.params
     problem = nonpositive_seconds(params, label)
@@ -184,4 +178,13 @@ def run_module(module, label, runner_class, work, version_argv=None):
     if version_argv is not None:
         result["tool_version"] = version_line(runner, version_argv(result))
     result["cmd"] = [list(a) for a in runner.cmd]
-    module.exit_json(**result)
+    if module.check_mode and predicts is not None:
+        result.setdefault("check_mode_prediction", bool(predicts))
+    module.exit_json(**without_unasked_diff(module, result))
+
+
+def without_unasked_diff(module, result):
+    """``result`` without its ``diff`` key unless the user asked for one (``--diff``, ``diff: true``)."""
+    if not getattr(module, "_diff", False):
+        result.pop("diff", None)
+    return result

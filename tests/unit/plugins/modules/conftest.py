@@ -1,6 +1,6 @@
 """Fixtures to drive bluefleet modules with recorded tool outputs through a fake runner.
 
-``run_module(module, args, runner, check_mode=False)`` runs the module's ``main()`` with that runner
+``run_module(module, args, runner, check_mode=False, diff=True)`` runs the module's ``main()`` with that runner
 (see fake_tools.FakeRunner) and returns ``(failed, result)``.
 """
 
@@ -48,7 +48,7 @@ def run_module(monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit_json)
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", _fail_json)
 
-    def run(module, args, runner, check_mode=False):
+    def run(module, args, runner, check_mode=False, diff=True):
         made = []
 
         def factory(timeout=None, environ=None):
@@ -60,6 +60,9 @@ def run_module(monkeypatch):
         args = dict(args)
         if check_mode:
             args["_ansible_check_mode"] = True
+        # Most module tests look at the diff, so they run as `--diff` would; diff=False runs as a plain
+        # task does (no diff key may come back: test_module_shape.py).
+        args["_ansible_diff"] = bool(diff)
         with patch_module_args(args):
             try:
                 module.main()

@@ -54,6 +54,7 @@ def run_module(monkeypatch, capsys, args, steps, check_mode=False):
     monkeypatch.setattr(doca_service, "POLL_SECONDS", 0)
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
+    args = dict(args, _ansible_diff=True)  # the tests read the diff, as --diff shows it
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             doca_service.main()

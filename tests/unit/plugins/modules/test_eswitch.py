@@ -77,6 +77,7 @@ def run(monkeypatch, capsys, events, args, steps, check_mode=False):
     monkeypatch.setattr(eswitch, "ToolRunner", lambda timeout, environ=None: Runner(script, events))
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
+    args = dict(args, _ansible_diff=True)  # the tests read the diff, as --diff shows it
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             eswitch.main()
@@ -130,7 +131,8 @@ def test_check_mode_reports_and_sets_nothing(monkeypatch, capsys, events, tmp_pa
     result = run(monkeypatch, capsys, events, {"device": "0000:03:00.0", "mode": "legacy", "fs_root": str(tmp_path)},
                  [(SHOW, 0, esw(), ""), VERSION], check_mode=True)
     assert result["changed"] is True
-    assert result["eswitch"]["mode"] == "switchdev", "check mode shows the device as it is"
+    assert result["eswitch"]["mode"] == "legacy" and result["before"]["mode"] == "switchdev", "check mode predicts"
+    assert result["check_mode_prediction"] is True
     assert result["diff"]["after"]["mode"] == "legacy"
     assert result["vfs"] == ["0000:03:00.2"], "check mode names the VFs it would unbind"
     assert [e for e in events if e[0] != "run"] == [], "no sysfs write in check mode"

@@ -77,6 +77,7 @@ def run_module(monkeypatch, capsys, args, steps, check_mode=False):
     monkeypatch.setattr(host_restriction, "ToolRunner", factory)
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
+    args = dict(args, _ansible_diff=True)  # the tests read the diff, as --diff shows it
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             host_restriction.main()
@@ -169,7 +170,7 @@ def test_check_mode_reports_the_change_and_its_reset_and_writes_nothing(monkeypa
     result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV, "disable_rshim": True},
                         [(Q, 0, PRIVILEGED, ""), VERSION], check_mode=True)
     assert result["changed"] is True
-    assert result["level"] == "PRIVILEGED"
+    assert result["level"] == "RESTRICTED" and result["previous_level"] == "PRIVILEGED"  # predicted
     assert result["diff"]["after"] == dict(ALL_OFF, level="RESTRICTED", disable_rshim=True)
     assert result["reset_required"] == "power_cycle"
     assert result["cmd"] == [Q, VERSION[0]]

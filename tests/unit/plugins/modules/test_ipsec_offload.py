@@ -38,6 +38,7 @@ def tree(root, conf=CONF, modes=("none", "none")):
 def run(capsys, args, check_mode=False):
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
+    args = dict(args, _ansible_diff=True)  # the tests read the diff, as --diff shows it
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             ipsec_offload.main()
@@ -79,7 +80,7 @@ def test_check_mode_writes_nothing(capsys, tmp_path):
     path = tree(tmp_path)
     result = run(capsys, {"full_offload": True, "fs_root": str(tmp_path)}, check_mode=True)
     assert result["changed"] is True and result["restart_required"] == "driver"
-    assert result["full_offload"] is False, "check mode reports the file as it is"
+    assert result["full_offload"] is True and result["before"] is False, "check mode predicts the file"
     assert path.read_text() == CONF
     assert 'IPSEC_FULL_OFFLOAD="yes"' in result["diff"]["after"]
 

@@ -104,6 +104,7 @@ def run(monkeypatch, capsys, args, steps, check_mode=False, on_path=("flint", "m
     monkeypatch.setattr(nic_firmware, "ToolRunner", lambda timeout, environ=None: runner)
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
+    args = dict(args, _ansible_diff=True)  # the tests read the diff, as --diff shows it
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             nic_firmware.main()

@@ -101,6 +101,7 @@ def run_module(monkeypatch, capsys, args, script, check_mode=False):
     monkeypatch.setattr(nvconfig, "ToolRunner", lambda timeout: fake)
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
+    args = dict(args, _ansible_diff=True)  # the tests read the diff, as --diff shows it
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             nvconfig.main()

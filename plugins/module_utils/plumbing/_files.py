@@ -1,0 +1,104 @@
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one way a bluefleet module reads and writes files.
+
+- ``read_text(path)``: the file's text, or None when it does not exist.
+- ``write_file(path, content, mode=0o644)``: replace a regular file atomically. The new content goes to a
+  temporary file in the same directory, is flushed and fsync'ed, gets the mode (and, where allowed, the
+  owner and group) of the file it replaces, or ``mode`` for a new file, and is renamed over the target with
+  ``os.replace`` (a reader sees the old file or the new one, never half of one). Returns True when the
+  content changed, False (and writes nothing) when the file already holds ``content``.
+- ``write_attribute(path, text)``: write a kernel attribute (``/sys/...``) in place. Such files cannot be
+  renamed over; the kernel takes the value from one ``write()``.
+
+Check mode is the caller's business: a module in check mode does not call the writers.
+OSError propagates; the module turns it into its own ``"write <what> failed: ..."`` message.
+No AnsibleModule import.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+
+
+def read_text(path, errors="strict"):
+    """Text of ``path`` (UTF-8), or None when it does not exist."""
+    try:
+        with open(path, encoding="utf-8", errors=errors) as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def write_file(path, content, mode=0o644, makedirs=False, dir_mode=0o755):
+    """Atomically make ``path`` hold ``content`` (str or bytes); True when it changed.
+
+    ``mode`` applies to a new file only; an existing file keeps its mode, owner and group.
+    ``makedirs``: create missing parent directories (``dir_mode``) first.
+    """
+    data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "not a regular file", path)
+        with open(path, "rb") as handle:
+            if handle.read() == data:
+                return False
+    folder = os.path.dirname(os.path.abspath(path))
+    if makedirs:
+        os.makedirs(folder, mode=dir_mode, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".%s.bluefleet-" % os.path.basename(path), dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if st is None:
+            os.chmod(tmp, mode)
+        else:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            _keep_owner(tmp, st)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(folder)
+    return True
+
+
+def write_attribute(path, text):
+    """Write ``text`` to a kernel attribute file in place (one write, no temporary file)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _keep_owner(tmp, st):
+    mine = os.stat(tmp)
+    if (mine.st_uid, mine.st_gid) == (st.st_uid, st.st_gid):
+        return
+    try:
+        os.chown(tmp, st.st_uid, st.st_gid)
+    except PermissionError:
+        # Only root may give a file away; a non-root writer keeps its own ownership, as Ansible's
+        # atomic_move does.
+        pass
+
+
+def _fsync_dir(folder):
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
