@@ -40,6 +40,9 @@ import testinfra
 from testinfra.utils.ansible_runner import AnsibleRunner
 
 NOT_APPLICABLE = "bluefleet_not_applicable"
+# A check that does not apply to one host calls pytest.skip(NA_PREFIX + why): counted and reported as N/A (JUnit:
+# a <skipped> with that message and the property bluefleet_outcome=not_applicable), never as passed.
+NA_PREFIX = "not applicable: "
 # The stages of site.yml a check can belong to (docs: DESIGN.md, "Stage order"); each has playbooks/<stage>.yml.
 STAGES = ("preflight", "firmware", "offload", "services", "fabric", "zero_trust")
 HOST_FIXTURES = ("gpu_host", "dpu", "node", "pair")
@@ -281,6 +284,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 _RECORD = pytest.StashKey[dict]()
 
 
+def skip_reason(report: pytest.TestReport) -> str:
+    """The reason a skipped report carries (``pytest.skip(reason)``: longrepr is (path, line, "Skipped: reason"))."""
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
@@ -293,8 +303,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         message = call.excinfo.exconly() if call.excinfo is not None else str(report.longrepr)
         record["message"] = (record["message"] + "\n" + message).strip()[-EVIDENCE_OUTPUT_CHARS:]
     elif report.skipped and record["outcome"] == "passed":
-        record["outcome"] = "skipped"  # the suite never skips; recorded so a report would show it
-        record["message"] = str(report.longrepr)[-EVIDENCE_OUTPUT_CHARS:]
+        reason = skip_reason(report)
+        if reason.startswith(NA_PREFIX):  # the check does not apply to this host: N/A, never passed
+            record["outcome"] = "not_applicable"
+            report.user_properties.append(("bluefleet_outcome", "not_applicable"))
+        else:
+            record["outcome"] = "skipped"
+        record["message"] = reason[-EVIDENCE_OUTPUT_CHARS:]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -319,6 +334,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    na = [r for r in terminalreporter.stats.get("skipped", []) if skip_reason(r).startswith(NA_PREFIX)]
+    if na:
+        terminalreporter.write_line(f"conformance: {len(na)} check(s) not applicable (N/A, not passed):")
+        for rep in na:
+            terminalreporter.write_line(f"  N/A {rep.nodeid}: {skip_reason(rep)[len(NA_PREFIX):]}")
     dropped = getattr(config, "_bluefleet_not_applicable", [])
     if dropped:
         terminalreporter.write_line(f"conformance: {len(dropped)} check(s) had no applicable host in this inventory "

@@ -149,7 +149,7 @@ def test_telemetry_metrics_answer(dpu):
     services, _absent = _wanted(dpu)
     svc = next((s for s in services if s.get("name") == "telemetry"), None)
     if svc is None:
-        return  # telemetry is not asked for here: nothing to judge
+        pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA telemetry (doca_services_list)")
     port = _prometheus_port(svc)
     assert port is not None, (f"{dpu.name}: DOCA service telemetry: settings.prometheus is "
                               f"{(svc.get('settings') or {}).get('prometheus')!r}, expected http://ADDRESS:PORT "
@@ -197,7 +197,7 @@ def test_snap_namespace_visible(pair):
     dpu, host = pair.dpu, pair.host
     services, _absent = _wanted(dpu)
     if not any(s.get("name") == "snap" for s in services):
-        return  # SNAP is not deployed on this DPU: nothing to judge
+        pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA SNAP (doca_services_list)")
     defaults = yaml.safe_load(DEFAULTS.read_text(encoding="utf-8"))
     namespaces = dpu.vars.get("doca_services_snap_namespaces", defaults["doca_services_snap_namespaces"])
     nqn = dpu.vars.get("doca_services_snap_subsystem_nqn", defaults["doca_services_snap_subsystem_nqn"])
@@ -294,7 +294,7 @@ def test_hbn_routes_present(dpu):
     services, _absent = _wanted(dpu)
     svc = next((s for s in services if s.get("name") == "hbn"), None)
     if svc is None:
-        return  # HBN is not asked for here: nothing to judge
+        pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA HBN (doca_services_list)")
     res = dpu.run("vtysh -c 'show ip route json'")
     assert res.rc == 0, (f"{dpu.name}: DOCA service hbn: routes: `vtysh -c 'show ip route json'` failed "
                          f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; expected FRR to answer; "
@@ -317,7 +317,7 @@ def test_firefly_ptp_state(dpu):
     ``doca_services_ptp_states`` (default MASTER, SLAVE, PASSIVE; parsed with plugins/module_utils/parsers/_pmc.py)."""
     services, _absent = _wanted(dpu)
     if not any(s.get("name") == "firefly" for s in services):
-        return  # Firefly is not asked for here: nothing to judge
+        pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA Firefly (doca_services_list)")
     allowed = [str(s).upper() for s in dpu.vars.get("doca_services_ptp_states", PTP_STATES_DEFAULT)]
     res = dpu.run("pmc -u -b 0 'GET PORT_DATA_SET'")
     assert res.rc == 0, (f"{dpu.name}: DOCA service firefly: PTP state: `pmc -u -b 0 'GET PORT_DATA_SET'` failed "
