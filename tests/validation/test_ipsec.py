@@ -81,7 +81,6 @@ def test_swanctl_configuration_rendered(dpu, fleet):
 
 
 @pytest.mark.links
-@pytest.mark.twin
 def test_sas_installed_and_offloaded(dpu, fleet):
     """Every peer has an inbound and an outbound ESP SA, each offloaded to the uplink in packet mode."""
     assert _addressed(fleet), (f"{dpu.name}: no DPU has bluefleet_uplink_address / bluefleet_vtep_address in the "

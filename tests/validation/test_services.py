@@ -142,10 +142,7 @@ def _prometheus_port(svc):
     return int(port) if port.isdigit() else None
 
 
-def test_telemetry_metrics_answer(dpu):
-    """DTS is healthy when its Prometheus endpoint answers a page that parses, with the card's port counters as
-    numbers. Lab and real DPUs: an HTTP GET on the DPU itself; local-connection twins (no daemon): the page the
-    twin's stand-in would serve (`dpusim kubelet metrics`), refused the same way when the pod does not run."""
+def _telemetry(dpu) -> tuple[dict, int]:
     services, _absent = _wanted(dpu)
     svc = next((s for s in services if s.get("name") == "telemetry"), None)
     if svc is None:
@@ -154,20 +151,10 @@ def test_telemetry_metrics_answer(dpu):
     assert port is not None, (f"{dpu.name}: DOCA service telemetry: settings.prometheus is "
                               f"{(svc.get('settings') or {}).get('prometheus')!r}, expected http://ADDRESS:PORT "
                               f"(the Prometheus endpoint is off); {TELEMETRY_FIX}")
-    if dpu.local:
-        command = f"dpusim kubelet metrics {_doca.SERVICES['telemetry']['pod']}"
-    else:
-        command = _SCRAPE.format(port=port)
-    res = dpu.run(command)
-    assert res.rc == 0, (f"{dpu.name}: DOCA service telemetry: metrics endpoint on port {port} does not answer "
-                         f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; expected a Prometheus page; "
-                         f"see `crictl ps -a --name doca-telemetry` on the DPU; {TELEMETRY_FIX}")
-    body = res.stdout
-    if not dpu.local:
-        ctype, _sep, body = body.partition("\n")
-        assert ctype.startswith("text/plain") and "version=0.0.4" in ctype, (
-            f"{dpu.name}: DOCA service telemetry: port {port} answers Content-Type {ctype!r}, expected "
-            f"text/plain; version=0.0.4 (Prometheus text format); {TELEMETRY_FIX}")
+    return svc, port
+
+
+def _judge_metrics_page(dpu, body: str) -> None:
     try:
         families = _prometheus.parse_metrics(body)
     except _prometheus.PrometheusError as exc:
@@ -184,6 +171,36 @@ def test_telemetry_metrics_answer(dpu):
             problems.append(f"{dpu.name}: DOCA service telemetry: counter {name} has values "
                             f"{[s['value'] for s in bad]}, expected non-negative numbers; {TELEMETRY_FIX}")
     assert not problems, "\n".join(problems)
+
+
+def _metrics_failed(dpu, port, res) -> str:
+    return (f"{dpu.name}: DOCA service telemetry: metrics endpoint on port {port} does not answer "
+            f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; expected a Prometheus page; "
+            f"see `crictl ps -a --name doca-telemetry` on the DPU; {TELEMETRY_FIX}")
+
+
+@pytest.mark.links
+def test_telemetry_metrics_answer(dpu):
+    """DTS is healthy when its Prometheus endpoint answers a page that parses, with the card's port counters as
+    numbers: an HTTP GET on the DPU itself (lab containers and real DPUs: the node's own network namespace)."""
+    _svc, port = _telemetry(dpu)
+    res = dpu.run(_SCRAPE.format(port=port))
+    assert res.rc == 0, _metrics_failed(dpu, port, res)
+    ctype, _sep, body = res.stdout.partition("\n")
+    assert ctype.startswith("text/plain") and "version=0.0.4" in ctype, (
+        f"{dpu.name}: DOCA service telemetry: port {port} answers Content-Type {ctype!r}, expected "
+        f"text/plain; version=0.0.4 (Prometheus text format); {TELEMETRY_FIX}")
+    _judge_metrics_page(dpu, body)
+
+
+@pytest.mark.twin
+def test_telemetry_twin_metrics_page(dpu):
+    """The same judgement on the page the twin's DTS stand-in serves (`dpusim kubelet metrics`), refused the same
+    way when the pod does not run: for twins on the local connection, which run no daemon to GET from."""
+    _svc, port = _telemetry(dpu)
+    res = dpu.run(f"dpusim kubelet metrics {_doca.SERVICES['telemetry']['pod']}")
+    assert res.rc == 0, _metrics_failed(dpu, port, res)
+    _judge_metrics_page(dpu, res.stdout)
 
 
 SNAP_FIX = ("fix: doca_services_snap_targets / doca_services_snap_namespaces / doca_services_snap_controllers "
@@ -242,8 +259,9 @@ def test_snap_namespace_visible(pair):
 
 
 # ---- HBN: routes present; Firefly: PTP port state (issue #8, "healthy by its own signal") ----------------------
-# On a BlueField both commands run inside the service's container (`crictl exec <container> vtysh ...` /
-# `... pmc ...`); the twin (sim and lab DPU) answers them as tools of the DPU: src/dpusim/tools/vtysh.py, pmc.py.
+# On a BlueField both programs live inside the service's container, not on the Arm OS: the checks run them with
+# `crictl exec <container id> vtysh ...` / `... pmc ...` (cri-tools syntax); the twin answers crictl exec the same
+# way (src/dpusim/tools/crictl.py: vtysh in doca-hbn, pmc in doca-firefly).
 HBN_FIX = "fix: the hbn entry of doca_services_list (settings = NVUE startup.yaml) / playbooks/services.yml"
 PTP_FIX = "fix: the firefly entry of doca_services_list (settings = ptp4l [global]) / playbooks/services.yml"
 PTP_STATES_DEFAULT = ["MASTER", "SLAVE", "PASSIVE"]
@@ -288,6 +306,17 @@ def _hbn_expected_routes(settings):
     return sorted(want)
 
 
+def _exec_in(dpu, service: str, command: str, fix: str):
+    """Run ``command`` inside the running container of ``service`` (``crictl exec <id> ...``); the result."""
+    name = _doca.SERVICES[service]["container"]
+    pod = _pod_of(_pods(dpu), service)
+    running = [c for c in (_latest(_containers(dpu), pod) if pod else [])
+               if c["name"] == name and c["state"] == "CONTAINER_RUNNING"]
+    assert running, (f"{dpu.name}: DOCA service {service}: no running container {name} (crictl ps -a --name {name}), "
+                     f"so `{command}` has nowhere to run; {fix}")
+    return dpu.run(f"crictl exec {running[0]['id']} {command}")
+
+
 def test_hbn_routes_present(dpu):
     """HBN is healthy when its FRR answers `show ip route json` and every route its configuration declares is
     selected and installed (parsed with plugins/module_utils/parsers/_frr.py)."""
@@ -295,8 +324,8 @@ def test_hbn_routes_present(dpu):
     svc = next((s for s in services if s.get("name") == "hbn"), None)
     if svc is None:
         pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA HBN (doca_services_list)")
-    res = dpu.run("vtysh -c 'show ip route json'")
-    assert res.rc == 0, (f"{dpu.name}: DOCA service hbn: routes: `vtysh -c 'show ip route json'` failed "
+    res = _exec_in(dpu, "hbn", "vtysh -c 'show ip route json'", HBN_FIX)
+    assert res.rc == 0, (f"{dpu.name}: DOCA service hbn: routes: `vtysh -c 'show ip route json'` in doca-hbn failed "
                          f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; expected FRR to answer; "
                          f"see `crictl ps -a --name doca-hbn` on the DPU; {HBN_FIX}")
     try:
@@ -319,8 +348,9 @@ def test_firefly_ptp_state(dpu):
     if not any(s.get("name") == "firefly" for s in services):
         pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA Firefly (doca_services_list)")
     allowed = [str(s).upper() for s in dpu.vars.get("doca_services_ptp_states", PTP_STATES_DEFAULT)]
-    res = dpu.run("pmc -u -b 0 'GET PORT_DATA_SET'")
-    assert res.rc == 0, (f"{dpu.name}: DOCA service firefly: PTP state: `pmc -u -b 0 'GET PORT_DATA_SET'` failed "
+    res = _exec_in(dpu, "firefly", "pmc -u -b 0 'GET PORT_DATA_SET'", PTP_FIX)
+    assert res.rc == 0, (f"{dpu.name}: DOCA service firefly: PTP state: `pmc -u -b 0 'GET PORT_DATA_SET'` in "
+                         f"doca-firefly failed "
                          f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; {PTP_FIX}")
     try:
         ports = _pmc.parse_port_data_set(res.stdout)
