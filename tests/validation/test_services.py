@@ -1,8 +1,9 @@
 """Conformance: the DOCA services of every DPU run as asked (stage 4, playbooks/services.yml).
 
 For each service in the DPU's ``doca_services_list`` (the inventory's value, else the role default):
-its static pod is Ready and every container runs; the image the kubelet runs is the pinned one
-(``crictl images`` tags of the container's image id); the container has not restarted more than
+its static pod Ready and every container runs; the image the kubelet runs is the pinned one
+(``crictl images`` tags of the container's image id; for an image pinned by digest, ``repoDigests`` of the image
+the container runs must hold that digest); the container has not restarted more than
 ``doca_services_max_restarts`` times (default 0: a restart is a crash until someone looks).
 Services in ``doca_services_absent`` must have no pod.
 
@@ -66,7 +67,9 @@ def _latest(containers, pod):
 def test_services_run_at_their_pinned_version(dpu):
     services, _absent = _wanted(dpu)
     pods, containers = _pods(dpu), _containers(dpu)
-    tags = _crictl.image_tags(_json(dpu, "crictl images -o json", _crictl.parse_images_json))
+    images = _json(dpu, "crictl images -o json", _crictl.parse_images_json)
+    tags = _crictl.image_tags(images)
+    digests = {img["id"]: img["repo_digests"] for img in images}
     problems = []
     for svc in services:
         name = svc.get("name")
@@ -86,8 +89,17 @@ def test_services_run_at_their_pinned_version(dpu):
                                 f"(attempt {ctr['attempt']}), expected CONTAINER_RUNNING; see `crictl logs "
                                 f"{ctr['id'][:13]}` on the DPU; fix the cause (its settings in doca_services_list) "
                                 "and re-run playbooks/services.yml (a settings change recreates the pod)")
+            if "@" in want:  # pinned by digest: the digest the running container's image has must be that one
+                running = digests.get(ctr["image_id"], [])
+                if want not in running:
+                    have = ", ".join(d.rsplit("@", 1)[-1] for d in running) or ctr["image_id"]
+                    problems.append(f"{dpu.name}: DOCA service {name}: container {ctr['name']} runs image digest "
+                                    f"{have}, expected the pinned {want.rsplit('@', 1)[-1]} ({want}); the manifest "
+                                    f"or the image store was changed outside bluefleet; {FIX} (re-renders the "
+                                    "manifest with the pinned image, which recreates the pod)")
+                continue
             running = tags.get(ctr["image_id"], [])
-            if "@" not in want and want not in running:
+            if want not in running:
                 problems.append(f"{dpu.name}: DOCA service {name}: container {ctr['name']} runs image "
                                 f"{running or ctr['image_id']}, expected {want}; {FIX}")
     assert not problems, "\n".join(problems)
