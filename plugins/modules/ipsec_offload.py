@@ -52,7 +52,7 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: IPsec full offload on (the role restarts the driver when this changed)
+- name: IPsec full offload on (the role restarts the driver when restart_required is driver)
   bluefleet.dpu.ipsec_offload:
     full_offload: true
   register: ipsec
@@ -66,8 +66,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed:
-  description: True when the file was changed, or the running driver does not use the value the file has (in
-    check mode, would be changed / is so).
+  description: True when the module wrote the file (in check mode, would write it). A driver that still runs the
+    old mode while the file is right is not a change of this module; it shows as RV(restart_required) C(driver).
   returned: always
   type: bool
 conf_file:
@@ -212,7 +212,7 @@ def main():
         write_file(module, path, after_text, existed)
     restart = file_changes or running_wrong
     module.exit_json(
-        changed=restart,
+        changed=file_changes,  # only what the module wrote (or would write)
         conf_file=path,
         full_offload=want if (file_changes and not module.check_mode) else previous,
         previous=previous,
