@@ -147,7 +147,9 @@ def test_pair_sees_one_card(pair):
     seen = {}
     for side in (pair.host, pair.dpu):
         devices = _mst_devices(side)
-        assert devices, f"{side.name}: `mst status -v` lists no device"
+        assert devices, (f"{side.name}: `mst status -v` lists no device, so its card cannot be compared with "
+                         f"{pair.dpu.name if side is pair.host else pair.host.name}'s; fix: install MFT/mstflint and "
+                         "run `mst start` (the twin: `dpusim env`)")
         q = _flint_query(side, devices[0][1])
         assert q.get("PSID") and q.get("Base GUID"), f"{side.name}: flint q printed no PSID/Base GUID: {q!r}"
         seen[side.name] = (q["PSID"], q["Base GUID"].split()[0])
