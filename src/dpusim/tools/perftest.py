@@ -15,8 +15,9 @@ Model (not a capture), so results follow the node's state:
 - line rate 200 Gb/s (the profile's 4x 50 Gb/s port of ``ibv_devinfo -v``); payload efficiency
   MTU / (MTU + 98) (RoCE v2 per-packet bytes on the wire: Ethernet 14 + FCS 4 + preamble/IFG 20 + IPv4 20 + UDP 8
   + BTH 12 + RETH 16 + ICRC 4); the corpus client (MTU 1024 on a 200 G port) measured 181.46, this gives 182.6;
-- lossless when the netdev trusts DSCP and PFC is on for the priority of the ToS's DSCP (mlx5 default dscp2prio:
-  DSCP >> 3), else a lossy factor 0.6 (retransmissions under load; a model value);
+- lossless when PFC is on for the priority the traffic gets: with trust dscp the configured dscp2prio entry of the
+  ToS's DSCP (``priority_of``; no entry: priority 0), with trust pcp priority 0; else a lossy factor 0.6
+  (retransmissions under load; a model value);
 - ``--use_cuda`` without ``nvidia_peermem`` loaded: the GPU buffer cannot be registered, and the tool stops with
   perftest's MR error lines (as a real ``ib_read_bw`` run printed them, public issue report raids-lab/crater #339:
   ``Couldn't allocate MR`` / ``failed to create mr`` / ``Failed to create MR`` / `` Couldn't create IB resources``).
@@ -183,10 +184,20 @@ def bandwidth_gbps(mtu: int, lossless: bool) -> float:
     return bw if lossless else bw * LOSSY_FACTOR
 
 
+def priority_of(q: dict, tos: int) -> int:
+    """The priority RoCE traffic of ToS ``tos`` gets on a port with the mlnx_qos state ``q``: with trust dscp, the
+    configured dscp2prio entry of its DSCP (the DCB app table ``mlnx_qos --dscp2prio`` / ``--trust dscp`` fill;
+    a DSCP without an entry gets priority 0, mlx5 en_dcbnl.c mlx5e_set_trust_state / dscp2prio); with trust pcp,
+    the VLAN PCP, 0 for the untagged RoCE the twin models."""
+    if q.get("trust") != "dscp":
+        return 0
+    dscp = tos >> 2
+    return next((prio for d, prio in q.get("app_table", []) if d == dscp), 0)
+
+
 def _lossless(node: state.Node, netdev: str, tos: int) -> bool:
     q = ls.qos(node, netdev)
-    prio = (tos >> 2) >> 3 if q.get("trust") == "dscp" else 0
-    return bool(q.get("pfc", [0] * 8)[prio])
+    return bool(q.get("pfc", [0] * 8)[priority_of(q, tos)])
 
 
 def _rendezvous(port: int, what: str = "json") -> Path:
