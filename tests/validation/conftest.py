@@ -87,6 +87,23 @@ def is_twin(hostvars: dict[str, Any]) -> bool:
 
 
 @dataclass
+class Result:
+    """What a command printed, decoded so that bytes that are not UTF-8 (a tool printing garbage) show as U+FFFD in
+    the check's message instead of crashing the check with a UnicodeDecodeError."""
+
+    command: str
+    rc: int
+    stdout: str
+    stderr: str
+
+    @classmethod
+    def of(cls, command: str, result: Any) -> Result:
+        def text(raw: Any) -> str:
+            return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else (raw or "")
+        return cls(command, result.rc, text(result.stdout_bytes), text(result.stderr_bytes))
+
+
+@dataclass
 class Node:
     """One inventory host as the checks see it."""
 
@@ -113,7 +130,7 @@ class Node:
         """A twin on the local connection: it shares this machine's kernel, network and systemd."""
         return self.twin and self.local
 
-    def run(self, command: str) -> Any:
+    def run(self, command: str) -> Result:
         env = self.vars.get("bluefleet_environment") or {}
         if not isinstance(env, dict):
             raise pytest.UsageError(f"{self.name}: bluefleet_environment must be a mapping of variable -> value")
@@ -125,7 +142,7 @@ class Node:
                                             "the conformance suite needs literal values")
             prefix = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " "
         started = time.monotonic()
-        result = self.host.run(prefix + command)
+        result = Result.of(command, self.host.run(prefix + command))
         if _Evidence.current is not None:
             _Evidence.current.append({"host": self.name, "command": command, "rc": result.rc,
                                       "stdout": _truncate(result.stdout), "stderr": _truncate(result.stderr),
