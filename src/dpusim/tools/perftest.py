@@ -17,7 +17,8 @@ Model (not a capture), so results follow the node's state:
   + BTH 12 + RETH 16 + ICRC 4); the corpus client (MTU 1024 on a 200 G port) measured 181.46, this gives 182.6;
 - lossless when PFC is on for the priority the traffic gets: with trust dscp the configured dscp2prio entry of the
   ToS's DSCP (``priority_of``; no entry: priority 0), with trust pcp priority 0; else a lossy factor 0.6
-  (retransmissions under load; a model value);
+  (retransmissions under load; a model value) and the port's ``out_of_sequence`` / ``packet_seq_err`` counters
+  rise by one in ``LOSS_EVERY`` packets sent (``_count``; lossless traffic raises only the packet/octet counters);
 - ``--use_cuda`` without ``nvidia_peermem`` loaded: the GPU buffer cannot be registered, and the tool stops with
   perftest's MR error lines (as a real ``ib_read_bw`` run printed them, public issue report raids-lab/crater #339:
   ``Couldn't allocate MR`` / ``failed to create mr`` / ``Failed to create MR`` / `` Couldn't create IB resources``).
@@ -36,7 +37,7 @@ import time
 from pathlib import Path
 
 from dpusim import linux_state as ls
-from dpusim import state
+from dpusim import state, telemetry
 from dpusim.tools._common import ToolExit, emit, run_tool, visible_cards
 
 NAMES = ("ib_write_bw",)
@@ -45,6 +46,10 @@ LINE = "-" * 87 + "\n"
 LINE_RATE_GBPS = 200.0
 WIRE_OVERHEAD = 98
 LOSSY_FACTOR = 0.6
+# Model value: on a priority without PFC, 1 packet in LOSS_EVERY is dropped under load; the receiver counts it as
+# out_of_sequence and the sender gets a packet_seq_err NAK and retransmits (mlx5 hw_counters, Linux
+# Documentation/ABI/stable/sysfs-class-infiniband). Lossless traffic counts neither.
+LOSS_EVERY = 1000
 IB_MTUS = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 DEFAULT_PORT = 18515
 GPU_BUFFER = 2097152
@@ -200,6 +205,19 @@ def _lossless(node: state.Node, netdev: str, tos: int) -> bool:
     return bool(q.get("pfc", [0] * 8)[priority_of(q, tos)])
 
 
+def _count(opts: dict, bw_gbps: float, mtu: int, lossless: bool) -> None:
+    """The client's traffic on its port's counters (shared by the card's host and DPU sides): packets and octets
+    sent; on a lossy priority also the drops' out_of_sequence / packet_seq_err."""
+    seconds = opts["duration"] or opts["iters"] * opts["size"] * 8 / (bw_gbps * 1e9)
+    packets = int(bw_gbps * 1e9 / 8 * seconds / mtu)
+    deltas = {"port_xmit_packets": packets, "port_xmit_data": packets * mtu // 4}
+    if not lossless:
+        deltas.update(out_of_sequence=packets // LOSS_EVERY, packet_seq_err=packets // LOSS_EVERY)
+    with state.open_node() as node:
+        port = _port(node, opts["device"])
+        telemetry.add_traffic(port["card"], port["fn"], **deltas)
+
+
 def _rendezvous(port: int, what: str = "json") -> Path:
     """``PORT.wait`` (a server listens), ``PORT.json`` (the client's numbers for it)."""
     d = Path(tempfile.gettempdir()) / "dpusim-perftest"
@@ -272,6 +290,7 @@ def body(argv: list[str], prog: str) -> int:
         iters = int(bw * 1e9 * opts["duration"] / (size * 8)) if opts["duration"] else opts["iters"]
         row = (size, iters, 0.0 if opts["duration"] else bw, bw, bw * 1e9 / (size * 8) / 1e6)
         remote_gid = _peer_gid(opts["server_addr"], gid)
+        _count(opts, bw, mtu, lossless)
         if _rendezvous(opts["port"], "wait").exists():
             tmp = _rendezvous(opts["port"], "tmp")
             tmp.write_text(json.dumps({"row": row, "gid": gid}))

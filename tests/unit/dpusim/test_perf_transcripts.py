@@ -221,3 +221,25 @@ def test_state_module_is_used_read_only(twin):
     before = state.load_node(t.root).runtime
     t.run("ib_write_bw", *CLIENT)
     assert state.load_node(t.root).runtime == before
+
+
+def test_lossy_traffic_raises_the_sequence_error_counters(twin):
+    """Traffic on a priority without PFC: out_of_sequence / packet_seq_err rise with the packets sent; lossless
+    traffic raises only the packet counters (dpusim.telemetry counters, what DTS and sysfs show)."""
+    from dpusim import state, telemetry
+
+    t = twin("bluefield3")
+
+    def counters():
+        with state.open_node(t.root, write=False) as node:
+            port = next(p for p in ls.rdma_ports(node) if p["ibdev"] == "mlx5_0")
+            return telemetry.counters(port["card"], port["fn"])
+
+    assert t.run("ib_write_bw", *CLIENT)[0] == 0  # trust pcp, no PFC: lossy
+    lossy = counters()
+    assert lossy["port_xmit_packets"] > 0 and lossy["out_of_sequence"] == lossy["packet_seq_err"] > 0
+    _qos(t, 3)
+    assert t.run("ib_write_bw", *CLIENT)[0] == 0
+    after = counters()
+    assert after["port_xmit_packets"] > lossy["port_xmit_packets"]
+    assert after["out_of_sequence"] == lossy["out_of_sequence"] and after["packet_seq_err"] == lossy["packet_seq_err"]
