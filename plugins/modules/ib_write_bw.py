@@ -68,7 +68,8 @@ options:
     default: 300
 attributes:
   check_mode:
-    description: A measurement changes nothing; it runs the same in check mode.
+    description: The measurement is not run in check mode (it would load the fabric); the module returns
+      C(changed=false), C(skipped=true) and the message C(skipped in check mode).
     support: full
   diff_mode:
     description: Nothing changes, so there is nothing to diff.
@@ -108,28 +109,36 @@ changed:
   type: bool
 role:
   description: C(server) or C(client).
-  returned: always
+  returned: when not in check mode
   type: str
 result:
   description: >-
     The report as the perftest parser reads it - C(bw_avg_gbps), C(bw_peak_gbps) (null when not measured),
     C(msg_rate_mpps), C(msg_size), C(iterations), C(mtu), C(gid_index), C(tos), C(num_qps), C(gpu_direct),
     C(gpu_name), C(device), C(link_type).
-  returned: always
+  returned: when not in check mode
   type: dict
   sample: {"bw_avg_gbps": 181.46, "bw_peak_gbps": null, "mtu": 1024, "gid_index": 3, "tos": 41, "gpu_direct": true}
 passed:
   description: True when O(min_bw_gbps) is met (or not given).
-  returned: always
+  returned: when not in check mode
   type: bool
 cmd:
   description: Every command run, as argv lists, in order.
-  returned: always
+  returned: always (empty in check mode)
   type: list
   elements: list
 tool_version:
   description: First line of C(ib_write_bw --version), or null.
-  returned: always
+  returned: when not in check mode
+  type: str
+skipped:
+  description: True in check mode, where nothing is measured.
+  returned: in check mode
+  type: bool
+msg:
+  description: C(skipped in check mode) and why.
+  returned: in check mode
   type: str
 """
 
@@ -223,6 +232,9 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if module.check_mode:  # a measurement loads the fabric: never in check mode (issue 17)
+        module.exit_json(changed=False, skipped=True, cmd=[],
+                         msg="skipped in check mode: ib_write_bw sends RDMA traffic; run without --check to measure")
     run_module(module, "measure RDMA write bandwidth", ToolRunner, lambda runner: run_bw(runner, module.params),
                lambda result: ["ib_write_bw", "--version"])
 

@@ -50,7 +50,7 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: IPsec full offload on (the role restarts the driver when this changed)
+- name: IPsec full offload on (the role restarts the driver when restart_required is driver)
   bluefleet.dpu.ipsec_offload:
     full_offload: true
   register: ipsec
@@ -77,8 +77,8 @@ check_mode_prediction:
   type: bool
   sample: true
 changed:
-  description: True when the file was changed, or the running driver does not use the value the file has (in
-    check mode, would be changed / is so).
+  description: True when the module wrote the file (in check mode, would write it). A driver that still runs the
+    old mode while the file is right is not a change of this module; it shows as RV(restart_required) C(driver).
   returned: always
   type: bool
 conf_file:
@@ -221,7 +221,7 @@ def main():
         save_conf(module, path, after_text)
     restart = file_changes or running_wrong
     result = dict(
-        changed=restart,
+        changed=file_changes,  # only what the module wrote (or would write)
         conf_file=path,
         full_offload=want if file_changes else previous,
         before=previous,

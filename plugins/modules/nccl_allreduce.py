@@ -52,7 +52,8 @@ options:
     default: 600
 attributes:
   check_mode:
-    description: A measurement changes nothing; it runs the same in check mode.
+    description: The measurement is not run in check mode (it would load the fabric); the module returns
+      C(changed=false), C(skipped=true) and the message C(skipped in check mode).
     support: full
   diff_mode:
     description: Nothing changes, so there is nothing to diff.
@@ -81,27 +82,35 @@ changed:
   type: bool
 busbw:
   description: Bus bandwidth (GB/s) of the largest message, out-of-place.
-  returned: always
+  returned: when not in check mode
   type: float
 avg_busbw:
   description: C(# Avg bus bandwidth) as the tool printed it (GB/s).
-  returned: always
+  returned: when not in check mode
   type: float
 result:
   description: >-
     The table as the nccl-tests parser reads it - C(nccl_version), C(n_gpus), C(nranks), C(out_of_bounds) and
     C(rows) (C(size), C(time_us), C(algbw), C(busbw), C(wrong), C(in_place)).
-  returned: always
+  returned: when not in check mode
   type: dict
 passed:
   description: True when O(min_busbw) is met (or not given).
-  returned: always
+  returned: when not in check mode
   type: bool
 cmd:
   description: Every command run, as argv lists, in order.
-  returned: always
+  returned: always (empty in check mode)
   type: list
   elements: list
+skipped:
+  description: True in check mode, where nothing is measured.
+  returned: in check mode
+  type: bool
+msg:
+  description: C(skipped in check mode) and why.
+  returned: in check mode
+  type: str
 """
 
 import re
@@ -184,6 +193,10 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if module.check_mode:  # a measurement loads the fabric: never in check mode (issue 17)
+        module.exit_json(changed=False, skipped=True, cmd=[],
+                         msg="skipped in check mode: all_reduce_perf runs NCCL traffic on the GPUs and the fabric; "
+                             "run without --check to measure")
     run_module(module, "measure NCCL all-reduce bandwidth", ToolRunner,
                lambda runner: run_allreduce(runner, module.params))
 

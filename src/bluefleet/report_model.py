@@ -33,7 +33,11 @@ SECRET_TEXT = re.compile(
     r"(?im)(\b[\w.-]*(?:password|passwd|passphrase|psk|secret|key|hash|token)[\w.-]*\b[ \t]*[:=][ \t]*)"
     r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s,;}\"'<>]+)")
 
-STATUS_ORDER = ("error", "failed", "unreachable", "skipped", "changed", "passed", "absent")
+# not_applicable: the check does not apply to that host (``pytest.skip("not applicable: WHY")`` in the suite); the
+# cell carries WHY as its message, is counted apart and is never shown as passed.
+STATUS_ORDER = ("error", "failed", "unreachable", "skipped", "not_applicable", "changed", "passed", "absent")
+NOT_APPLICABLE = "not_applicable"
+NA_PREFIX = "not applicable: "
 
 
 def redact(value: Any, name: str = "") -> Any:
@@ -148,7 +152,11 @@ def _matrix(summary: dict, evidence: dict | None, facts: dict) -> tuple[list, li
         hosts = record.get("hosts") or [FLEET_ROW]
         for host in hosts:
             commands = list(record.get("commands") or [])
-            put(host, check, {"status": record.get("outcome") or "error", "message": record.get("message") or "",
+            status = record.get("outcome") or "error"
+            message = record.get("message") or ""
+            if status == "skipped" and message.startswith(NA_PREFIX):  # evidence of an older suite
+                status = NOT_APPLICABLE
+            put(host, check, {"status": status, "message": message,
                               "commands": commands, "nodeids": [record.get("nodeid")], "stage": rec_stage})
             if host != FLEET_ROW:
                 groups.setdefault(host, known.get(host, []))
@@ -340,6 +348,9 @@ def build_model(run_dir: Path, previous_dir: Path | None = None) -> dict:
         "checks": checks,
         "cells": cells,
         "totals": dict(totals),
+        "not_applicable": [{"host": h, "check": c, "reason": cell["message"].removeprefix(NA_PREFIX)}
+                           for h, row in cells.items() for c, cell in sorted(row.items())
+                           if cell["status"] == NOT_APPLICABLE],
         "versions": version_matrix(facts),
     }
     if previous_dir is None:

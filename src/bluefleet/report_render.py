@@ -11,7 +11,8 @@ import html
 import json
 
 SYMBOL = {"passed": "✓", "changed": "~", "failed": "✗", "error": "!", "unreachable": "⊘", "skipped": "–",
-          "absent": ""}
+          "not_applicable": "N/A", "absent": ""}
+LABEL = {"not_applicable": "N/A"}  # how a status is written for people (counts, legend, Markdown)
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1d2330}
@@ -23,6 +24,7 @@ font-weight:normal;height:16em;max-height:16em;overflow:hidden;text-overflow:ell
 td.cell button{border:0;background:none;font:inherit;cursor:pointer;width:100%;min-width:1.6em}
 .s-passed{background:#d4f4d4}.s-changed{background:#fff1b8}.s-failed{background:#f8c4c4}
 .s-error{background:#f3a0a0}.s-unreachable{background:#cfc8e8}.s-skipped{background:#eee}.s-absent{background:#fafafa}
+.s-not_applicable{background:#d9d9d9;color:#555;font-size:.8em}
 .mismatch{background:#ffd27f;font-weight:bold}.hidden{display:none}
 #controls{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccd}
 #controls input{width:22em;padding:3px}.totals span{margin-right:1em}
@@ -114,7 +116,7 @@ def render_html(model: dict) -> str:
                    _e(status), _e(run.get("exit_code")), _e(run.get("seconds"))))
     totals = model["totals"]
     out.append('<p class="totals" id="totals">' + "".join(
-        '<span class="s-%s">%s %s</span>' % (_e(k), _e(v), _e(k)) for k, v in sorted(totals.items())) +
+        '<span class="s-%s">%s %s</span>' % (_e(k), _e(v), _e(LABEL.get(k, k))) for k, v in sorted(totals.items())) +
         ("" if model["suite"]["ran"] else "<span>%s</span>" % (
             "the conformance suite did not run" if run.get("validate_rc") is None else
             "the conformance suite stopped before its checks (rc=%s): see validate.log" % _e(run["validate_rc"])))
@@ -158,8 +160,9 @@ def render_html(model: dict) -> str:
                'placeholder="filter: host, check or stage" aria-label="filter"> <select id="status" '
                'aria-label="status"><option value="all">any status</option>%s</select> <span id="shown"></span>'
                ' <span class="legend">%s</span></div>' % (
-                   "".join('<option value="%s">%s</option>' % (s, s) for s in SYMBOL if s != "absent"),
-                   "".join('<span class="s-%s">%s %s</span>' % (s, SYMBOL[s], s) for s in SYMBOL if s != "absent")))
+                   "".join('<option value="%s">%s</option>' % (s, LABEL.get(s, s)) for s in SYMBOL if s != "absent"),
+                   "".join('<span class="s-%s">%s %s</span>' % (s, SYMBOL[s], LABEL.get(s, s))
+                           for s in SYMBOL if s != "absent")))
     out.append('<table id="matrix"><thead><tr><th class="host" rowspan="2">host</th>')
     out.extend('<th class="stage" colspan="%d">%s</th>' % (len(cs), _e(stage)) for stage, cs in by_stage)
     out.append("</tr><tr>")
@@ -177,7 +180,10 @@ def render_html(model: dict) -> str:
             if cell:
                 evidence[key] = {"host": name, "check": check["id"], "status": status_, "stage": check["stage"],
                                  "fix": check["fix"], "message": cell["message"], "commands": cell["commands"]}
-                inner = '<button type="button" title="%s">%s</button>' % (_e(status_), SYMBOL[status_])
+                title = status_
+                if status_ == "not_applicable":  # grey, with the reason on hover and in the evidence dialog
+                    title = "N/A: " + cell["message"].removeprefix("not applicable: ")
+                inner = '<button type="button" title="%s">%s</button>' % (_e(title), SYMBOL[status_])
             else:
                 inner = ""
             tds.append('<td class="cell s-%s" data-key="%s" data-check="%s" data-status="%s">%s</td>' % (
@@ -208,7 +214,7 @@ def render_markdown(model: dict, html_path: str | None = None) -> str:
                  run.get("stage"), run.get("inventory"), ", check mode" if run.get("check") else "",
                  run.get("status"), run.get("seconds")),
              "",
-             "checks: " + (", ".join("%s %s" % (v, k) for k, v in sorted(totals.items())) or "none")
+             "checks: " + (", ".join("%s %s" % (v, LABEL.get(k, k)) for k, v in sorted(totals.items())) or "none")
              + ("" if model["suite"]["ran"] or run.get("validate_rc") is None else
                 " (the conformance suite stopped before its checks, rc=%s: see validate.log)" % run["validate_rc"]),
              ""]
@@ -221,6 +227,11 @@ def render_markdown(model: dict, html_path: str | None = None) -> str:
                                                      _md(first[0] if first else "")))
     if bad:
         lines += ["### Failing", "", "| host | check | status | message |", "|---|---|---|---|", *bad, ""]
+    na = model.get("not_applicable") or []
+    if na:
+        lines += ["### Not applicable (N/A, not passed)", "", "| host | check | why |", "|---|---|---|"]
+        lines += ["| %s | %s | %s |" % (_md(n["host"]), _md(n["check"]), _md(n["reason"])) for n in na]
+        lines.append("")
     mism = [(h, c, v) for h, row in model["versions"]["rows"].items() for c, v in row.items() if v["mismatch"]]
     if mism:
         lines += ["### Version mismatches", "", "| host | what | value | why |", "|---|---|---|---|"]

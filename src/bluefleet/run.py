@@ -4,6 +4,7 @@
     bluefleet run -i inventories/sim --stage preflight     # playbooks/preflight.yml, its checks, the report
     bluefleet run -i INV --stage validate                  # the conformance suite alone (and the report)
     bluefleet run -i INV --check --limit 'node1*'          # check mode on some hosts
+    bluefleet run -i INV --stage validate --checks 'not links' -k 'roce or nccl'   # a selection of checks
 
 Everything lands in a run folder (default ``runs/<UTC timestamp>/``, ``--run-dir``): ``runner/``
 (ansible-runner's artifacts: events, stdout, status), ``facts.json`` (dpu_info / gpu_info / ethtool -i
@@ -287,7 +288,7 @@ class Suite:
     both only read)."""
 
     def __init__(self, root: Path, run_dir: Path, inventory: Path, env: dict, limit: str | None, out: TextIO,
-                 stage: str | None = None):
+                 stage: str | None = None, select: tuple[str | None, str | None] = (None, None)):
         self.run_dir, self.out = run_dir, out
         self.cmd = [sys.executable, "-m", "pytest", str(root / SUITE), "--hosts=ansible://%s" % (limit or "all"),
                     "--ansible-inventory=%s" % inventory, "--junitxml=%s" % (run_dir / "junit.xml"),
@@ -295,6 +296,11 @@ class Suite:
                     "--rootdir=%s" % root, "-o", "junit_family=xunit2"]
         if stage:
             self.cmd.append("--bluefleet-stages=%s" % stage)
+        markers, names = select  # the check selection: pytest -m (marks: twin, links, stage) and -k (check names)
+        if markers:
+            self.cmd += ["-m", markers]
+        if names:
+            self.cmd += ["-k", names]
         out.write("validate: %s\n" % " ".join(self.cmd[1:]))
         out.flush()
         self.started = time.monotonic()
@@ -322,6 +328,11 @@ def parse_args(argv: list[str], root: Path) -> argparse.Namespace:
     parser.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/<UTC timestamp>)")
     parser.add_argument("--previous", type=Path, default=None, help="run folder to compare with (drift)")
     parser.add_argument("--no-validate", action="store_true", help="skip the conformance suite")
+    parser.add_argument("--checks", metavar="MARKEXPR", default=None,
+                        help="run only the checks this pytest -m expression selects (marks: twin, links), e.g. "
+                             "'not links'")
+    parser.add_argument("-k", dest="check_names", metavar="EXPR", default=None,
+                        help="run only the checks whose names this pytest -k expression selects")
     args = parser.parse_args(argv)  # SystemExit(2) on a usage error (argparse printed why), 0 for --help
     if not args.inventory.exists():
         raise UsageError("inventory %s does not exist: give an inventory file or folder (-i inventories/lab)"
@@ -382,7 +393,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     summary["status"] = status
     summary["suite_stages"] = None if args.no_validate else (suite_stages(args.stage) or "all")
     suite = None if args.no_validate else Suite(root, run_dir, inventory, env, args.limit, out,
-                                                suite_stages(args.stage))
+                                                suite_stages(args.stage), (args.checks, args.check_names))
     phase = time.monotonic()
     try:
         gather_facts(root, run_dir, inventory, env, args.limit, hosts)

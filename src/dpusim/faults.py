@@ -20,6 +20,8 @@ FAULTS: dict[str, tuple[str, str]] = {
     "tool_hang": ("node", "the named tools (--tool, default all) hang (sleep --seconds real seconds, default 3600)"),
     "garbage_output": ("node", "the named tools (--tool, default all) print garbage and exit 0"),
     "peermem_einval": ("node", "modprobe nvidia_peermem fails with EINVAL (driver / OFED ABI mismatch)"),
+    "gpu_driver_down": ("node", "the NVIDIA driver does not answer: nvidia-smi fails with rc 9 (driver not loaded, "
+                                "e.g. built for another kernel)"),
     "power_cycle_required": ("card", "pending firmware/mlxconfig changes activate only on a power cycle, "
                                      "not on mlxfwreset or a warm reboot"),
 }

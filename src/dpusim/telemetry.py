@@ -47,6 +47,8 @@ COUNTERS = (
     ("np_cnp_sent", "hw_counters", "CNPs sent by the notification point"),
     ("rp_cnp_handled", "hw_counters", "CNPs handled by the reaction point"),
     ("np_ecn_marked_roce_packets", "hw_counters", "RoCE packets received with an ECN mark"),
+    ("out_of_sequence", "hw_counters", "Out-of-sequence packets received (a packet was lost before them)"),
+    ("packet_seq_err", "hw_counters", "NAK sequence errors received: the requester retransmits (go-back-N)"),
 )
 NAMES = tuple(c[0] for c in COUNTERS)
 

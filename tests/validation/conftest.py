@@ -21,6 +21,16 @@ Commands run in the host's environment: when a host defines ``bluefleet_environm
 e.g. ``PATH`` and ``DPUSIM_ROOT`` for one twin per host on the local connection) they run under
 ``env K=V ...``; a lab container has the twin on its PATH from the image.
 
+Twins and machines: a host is a device twin when the inventory says so (``bluefleet_twin``, else the variables
+only the sim inventory and ``bluefleet lab up`` write; ``is_twin``). A check marked ``twin`` reads the twin itself
+(``dpusim ...``) and is collected only for twin hosts, so the suite runs unchanged against real machines; one
+marked ``links`` needs the node's own network namespace and is not collected for twins on the local connection.
+
+Not applicable: a check that does not apply to one host (the service is not asked for there, the host is declared
+GPU-less with ``bluefleet_gpus: 0`` ...) calls ``pytest.skip(NA_PREFIX + why)``: it is reported N/A with that
+reason (evidence outcome ``not_applicable``, JUnit ``<skipped>`` + property, every report format), never passed.
+A check must assert on every other path (tests/integration/test_conformance_breaks_sim.py reads them all).
+
 Every check module names its stage (``pytestmark = pytest.mark.stage("fabric")``; one of ``STAGES``):
 the report groups checks by stage and points a failing one at ``playbooks/<stage>.yml``.
 With ``--bluefleet-evidence=PATH`` the suite writes, per check and host, the commands it ran and
@@ -30,7 +40,10 @@ what they printed (the evidence ``bluefleet report`` shows in each cell) to PATH
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +53,9 @@ import testinfra
 from testinfra.utils.ansible_runner import AnsibleRunner
 
 NOT_APPLICABLE = "bluefleet_not_applicable"
+# A check that does not apply to one host calls pytest.skip(NA_PREFIX + why): counted and reported as N/A (JUnit:
+# a <skipped> with that message and the property bluefleet_outcome=not_applicable), never as passed.
+NA_PREFIX = "not applicable: "
 # The stages of site.yml a check can belong to (docs: DESIGN.md, "Stage order"); each has playbooks/<stage>.yml.
 STAGES = ("preflight", "firmware", "offload", "services", "fabric", "zero_trust")
 HOST_FIXTURES = ("gpu_host", "dpu", "node", "pair")
@@ -59,6 +75,34 @@ def _truncate(text: str | None) -> str:
     return "[... %d characters cut ...]\n" % (len(text) - EVIDENCE_OUTPUT_CHARS) + text[-EVIDENCE_OUTPUT_CHARS:]
 
 
+def is_twin(hostvars: dict[str, Any]) -> bool:
+    """Is this inventory host a device twin (sim inventory, lab container) rather than a machine with a card?
+
+    ``bluefleet_twin`` (true/false) decides when set; otherwise the variables only twin inventories carry:
+    ``bluefleet_twin_root`` (the sim inventory plugin) or ``bluefleet_lab_prefix`` (``bluefleet lab up``)."""
+    explicit = hostvars.get("bluefleet_twin")
+    if explicit is not None:
+        return explicit is True or str(explicit).strip().lower() in ("1", "true", "yes", "on")
+    return bool(hostvars.get("bluefleet_twin_root") or hostvars.get("bluefleet_lab_prefix"))
+
+
+@dataclass
+class Result:
+    """What a command printed, decoded so that bytes that are not UTF-8 (a tool printing garbage) show as U+FFFD in
+    the check's message instead of crashing the check with a UnicodeDecodeError."""
+
+    command: str
+    rc: int
+    stdout: str
+    stderr: str
+
+    @classmethod
+    def of(cls, command: str, result: Any) -> Result:
+        def text(raw: Any) -> str:
+            return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else (raw or "")
+        return cls(command, result.rc, text(result.stdout_bytes), text(result.stderr_bytes))
+
+
 @dataclass
 class Node:
     """One inventory host as the checks see it."""
@@ -76,7 +120,17 @@ class Node:
     def local(self) -> bool:
         return self.vars.get("ansible_connection") == "local"
 
-    def run(self, command: str) -> Any:
+    @property
+    def twin(self) -> bool:
+        """The node's card is the device twin (decided from the inventory: see ``is_twin``)."""
+        return is_twin(self.vars)
+
+    @property
+    def sim(self) -> bool:
+        """A twin on the local connection: it shares this machine's kernel, network and systemd."""
+        return self.twin and self.local
+
+    def run(self, command: str) -> Result:
         env = self.vars.get("bluefleet_environment") or {}
         if not isinstance(env, dict):
             raise pytest.UsageError(f"{self.name}: bluefleet_environment must be a mapping of variable -> value")
@@ -88,7 +142,7 @@ class Node:
                                             "the conformance suite needs literal values")
             prefix = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " "
         started = time.monotonic()
-        result = self.host.run(prefix + command)
+        result = Result.of(command, self.host.run(prefix + command))
         if _Evidence.current is not None:
             _Evidence.current.append({"host": self.name, "command": command, "rc": result.rc,
                                       "stdout": _truncate(result.stdout), "stderr": _truncate(result.stderr),
@@ -168,14 +222,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           % ", ".join(STAGES))
 
 
+def _ansible_beside_python() -> None:
+    """testinfra runs ``ansible-inventory`` (and ``ansible`` for connections it cannot speak) by name. Installed in
+    a virtual environment that is not activated, they sit beside this Python: make them found, after whatever
+    PATH already offers, so ``.venv/bin/pytest tests/validation ...`` works as the README shows it."""
+    if shutil.which("ansible-inventory"):
+        return
+    beside = os.path.dirname(sys.executable)
+    if os.access(os.path.join(beside, "ansible-inventory"), os.X_OK):
+        os.environ["PATH"] = os.pathsep.join(p for p in (os.environ.get("PATH", ""), beside) if p)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _ansible_beside_python()
     config.addinivalue_line("markers", "stage(name): the site.yml stage whose settings the check verifies, one of "
                                        + ", ".join(STAGES))
     config.addinivalue_line("markers", f"{NOT_APPLICABLE}: internal: a check with no applicable host (deselected)")
-    config.addinivalue_line("markers", "twin: the check reads the device twin's own state (dpusim); "
-                                       "deselect with -m 'not twin' on real hardware")
+    config.addinivalue_line("markers", "twin: the check reads the device twin's own state (dpusim): collected only "
+                                       "for twin hosts of the inventory (see is_twin); -m 'not twin' drops it")
     config.addinivalue_line("markers", "links: the check needs the node's own network namespace "
-                                       "(lab containers, real machines; not local-connection twins)")
+                                       "(lab containers, real machines; not twins on the local connection)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -185,18 +251,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     (argname,) = names
     fleet = _fleet(metafunc.config)
     needs_netns = metafunc.definition.get_closest_marker("links") is not None
+    twin_only = metafunc.definition.get_closest_marker("twin") is not None
+
+    def keep(name: str) -> bool:
+        hostvars = fleet.runner.get_variables(name)
+        if twin_only and not is_twin(hostvars):
+            return False  # the check reads the twin itself: never collected for a machine with a card
+        # a twin on the local connection shares this machine's network namespace: no links of its own
+        return not (needs_netns and is_twin(hostvars) and hostvars.get("ansible_connection") == "local")
+
     if argname == "pair":
         values = []
         for dname in fleet.names("dpus"):
             hname = fleet.runner.get_variables(dname).get("bluefleet_host")
-            if hname in fleet.selected:
+            if hname in fleet.selected and keep(dname) and keep(hname):
                 values.append((dname, hname))
         ids = [f"{h}+{d}" for d, h in values]
     else:
         group = {"gpu_host": "gpu_hosts", "dpu": "dpus", "node": None}[argname]
         values = fleet.names(group) if group else fleet.names("gpu_hosts") + fleet.names("dpus")
-        if needs_netns:
-            values = [v for v in values if fleet.runner.get_variables(v).get("ansible_connection") != "local"]
+        values = [v for v in values if keep(v)]
         ids = list(values)
     if not values:
         metafunc.parametrize(argname, [pytest.param(None, marks=pytest.mark.bluefleet_not_applicable)],
@@ -281,6 +355,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 _RECORD = pytest.StashKey[dict]()
 
 
+def skip_reason(report: pytest.TestReport) -> str:
+    """The reason a skipped report carries (``pytest.skip(reason)``: longrepr is (path, line, "Skipped: reason"))."""
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
@@ -293,8 +374,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         message = call.excinfo.exconly() if call.excinfo is not None else str(report.longrepr)
         record["message"] = (record["message"] + "\n" + message).strip()[-EVIDENCE_OUTPUT_CHARS:]
     elif report.skipped and record["outcome"] == "passed":
-        record["outcome"] = "skipped"  # the suite never skips; recorded so a report would show it
-        record["message"] = str(report.longrepr)[-EVIDENCE_OUTPUT_CHARS:]
+        reason = skip_reason(report)
+        if reason.startswith(NA_PREFIX):  # the check does not apply to this host: N/A, never passed
+            record["outcome"] = "not_applicable"
+            report.user_properties.append(("bluefleet_outcome", "not_applicable"))
+        else:
+            record["outcome"] = "skipped"
+        record["message"] = reason[-EVIDENCE_OUTPUT_CHARS:]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -319,6 +405,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    na = [r for r in terminalreporter.stats.get("skipped", []) if skip_reason(r).startswith(NA_PREFIX)]
+    if na:
+        terminalreporter.write_line(f"conformance: {len(na)} check(s) not applicable (N/A, not passed):")
+        for rep in na:
+            terminalreporter.write_line(f"  N/A {rep.nodeid}: {skip_reason(rep)[len(NA_PREFIX):]}")
     dropped = getattr(config, "_bluefleet_not_applicable", [])
     if dropped:
         terminalreporter.write_line(f"conformance: {len(dropped)} check(s) had no applicable host in this inventory "

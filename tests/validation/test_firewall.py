@@ -68,7 +68,7 @@ def _tail(res) -> str:
 def test_ruleset_present(dpu):
     table = _setting(dpu, "firewall_table")
     networks = _policy(dpu)
-    if dpu.local:
+    if dpu.sim:  # a twin on the local connection shares this machine's kernel: nothing is loaded
         path = Path(files_path(dpu, _setting(dpu, "firewall_file")))
         assert path.is_file(), f"{dpu.name}: firewall ruleset {path} is missing; fix: {_FIX}"
         text = path.read_text(encoding="utf-8")
@@ -110,7 +110,7 @@ def _tcp_ports(networks, group="gpu_hosts"):
 @pytest.mark.links
 def test_allowed_port_connects_and_blocked_port_does_not(gpu_host, fleet):
     peers = [fleet.node(n) for n in fleet.names("gpu_hosts") if n != gpu_host.name]
-    peers = [p for p in peers if not p.local]
+    peers = [p for p in peers if not p.sim]
     assert peers, (f"{gpu_host.name}: the firewall check needs a second GPU host in the selection to connect to; "
                    "fix: run it against the whole lab (`bluefleet lab up --pairs 2`)")
     peer = peers[0]

@@ -30,9 +30,30 @@ FIX_PEERMEM = "fix: gpu_host_peermem / playbooks/fabric.yml --tags gpudirect"
 FIX_NCCL = "fix: nccl_* variables and bluefleet_roce / playbooks/fabric.yml --tags nccl"
 
 
-def _has_gpus(node) -> bool:
+def _declared_gpus(node) -> int | None:
+    """``bluefleet_gpus`` from the inventory: how many NVIDIA GPUs the host has (0: a GPU-less host of gpu_hosts,
+    e.g. a storage or head node with the card); unset: a host of gpu_hosts has GPUs."""
+    value = node.vars.get("bluefleet_gpus")
+    if value is None or isinstance(value, bool | int):
+        return None if value is None else int(value)
+    text = str(value).strip()
+    if not text.isdigit():
+        raise pytest.UsageError(f"{node.name}: bluefleet_gpus is {value!r}, expected the number of GPUs (0: none)")
+    return int(text)
+
+
+def _require_gpus(node) -> None:
+    """GPUDirect checks apply to a GPU host with GPUs. Declared GPU-less (bluefleet_gpus: 0): not applicable.
+    Otherwise nvidia-smi must list the GPUs: a driver that does not answer (rc 9 "couldn't communicate with the
+    NVIDIA driver") or no GPU found fails the check with the tool's own words, never passes it."""
+    if _declared_gpus(node) == 0:
+        pytest.skip(f"not applicable: {node.name} is declared GPU-less (bluefleet_gpus: 0)")
     res = node.run("nvidia-smi")
-    return res.rc == 0 and "No devices were found" not in res.stdout + res.stderr
+    said = (res.stderr.strip() or res.stdout.strip())[-300:]
+    assert res.rc == 0 and "No devices were found" not in res.stdout + res.stderr, (
+        f"{node.name}: `nvidia-smi` failed (rc={res.rc}): {said}; a host of gpu_hosts needs its NVIDIA driver "
+        "answering for GPUDirect RDMA; fix: install / load the NVIDIA driver (nvidia-smi must list the GPUs), or "
+        "declare the host GPU-less with bluefleet_gpus: 0 in the inventory")
 
 
 def _read(node, path: str):
@@ -71,8 +92,7 @@ def _hcas(node, conf: dict[str, str]) -> list[tuple[str, int]]:
 
 
 def test_peermem_loaded_and_registered(gpu_host):
-    if not _has_gpus(gpu_host):
-        return  # GPUDirect RDMA needs an NVIDIA GPU; a host without one has nothing to register
+    _require_gpus(gpu_host)
     lsmod = gpu_host.run("lsmod")
     assert lsmod.rc == 0, f"{gpu_host.name}: lsmod failed: {lsmod.stderr}"
     loaded = any(line.split()[:1] == ["nvidia_peermem"] for line in lsmod.stdout.splitlines())
@@ -86,8 +106,7 @@ def test_peermem_loaded_and_registered(gpu_host):
 
 
 def test_peermem_loaded_at_boot(gpu_host):
-    if not _has_gpus(gpu_host):
-        return
+    _require_gpus(gpu_host)
     text = _read(gpu_host, "/etc/modules-load.d/nvidia-peermem.conf") or ""
     listed = [line.split("#", 1)[0].strip().replace("-", "_") for line in text.splitlines()]
     assert "nvidia_peermem" in listed, (
@@ -96,8 +115,7 @@ def test_peermem_loaded_at_boot(gpu_host):
 
 
 def test_acs_off_on_the_bridges(gpu_host):
-    if not _has_gpus(gpu_host):
-        return
+    _require_gpus(gpu_host)
     res = gpu_host.run("lspci -D -vvv")
     assert res.rc == 0, f"{gpu_host.name}: lspci -D -vvv failed: {res.stderr}"
     bridges = [d for d in parse_lspci(res.stdout)["devices"]
@@ -169,8 +187,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     conftest's not-applicable mark (deselected and listed in the summary) instead of passing on every host.
 
     A mark on the test function reaches every item made from it (the fixture ``gpu_host`` is still parametrized
-    by conftest); a host without the variable in an inventory where another host has it returns from the check
-    (nothing configured, nothing to compare)."""
+    by conftest); a host without the variable in an inventory where another host has it is not applicable (N/A:
+    nothing configured, nothing to compare)."""
     if metafunc.function.__name__ != "test_ats_as_configured":
         return
     from testinfra.utils.ansible_runner import AnsibleRunner
@@ -183,7 +201,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def test_ats_as_configured(gpu_host):
     want = _ats_wanted(gpu_host.vars)
     if want is None:
-        return  # this host does not set gpu_host_ats (another one does): ATS is left as it is here
+        pytest.skip(f"not applicable: {gpu_host.name} does not set gpu_host_ats (ATS is left as the card has it)")
     device = str(gpu_host.vars.get("gpu_host_ats_device") or "")
     cmd = ("mlxconfig -d %s q ATS_ENABLED" % shlex.quote(device)) if device else "mlxconfig q ATS_ENABLED"
     res = gpu_host.run(cmd)

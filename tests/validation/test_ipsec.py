@@ -53,7 +53,8 @@ def test_swanctl_configuration_rendered(dpu, fleet):
         res = dpu.run(f"test -e {shlex.quote(conf)}")
         assert res.rc != 0, (f"{dpu.name}: {conf} exists although no DPU has bluefleet_uplink_address in the "
                              "inventory; the ipsec role renders nothing then. Fix: remove the stale file")
-        return
+        pytest.skip(f"not applicable: no DPU has bluefleet_uplink_address, so {dpu.name} has no tunnel to render "
+                    f"(checked: no stale {conf})")
     res = dpu.run(f"stat -c %a {shlex.quote(conf)}")
     assert res.rc == 0, f"{dpu.name}: {conf} is missing (rc={res.rc}); {_fix('run the ipsec stage')}"
     assert res.stdout.strip() == "600", (f"{dpu.name}: {conf} has mode {res.stdout.strip()}, expected 600; "
@@ -77,7 +78,6 @@ def test_swanctl_configuration_rendered(dpu, fleet):
 
 
 @pytest.mark.links
-@pytest.mark.twin
 def test_sas_installed_and_offloaded(dpu, fleet):
     """Every peer has an inbound and an outbound ESP SA, each offloaded to the uplink in packet mode."""
     assert _addressed(fleet), (f"{dpu.name}: no DPU has bluefleet_uplink_address / bluefleet_vtep_address in the "

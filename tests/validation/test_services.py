@@ -1,8 +1,9 @@
 """Conformance: the DOCA services of every DPU run as asked (stage 4, playbooks/services.yml).
 
 For each service in the DPU's ``doca_services_list`` (the inventory's value, else the role default):
-its static pod is Ready and every container runs; the image the kubelet runs is the pinned one
-(``crictl images`` tags of the container's image id); the container has not restarted more than
+its static pod Ready and every container runs; the image the kubelet runs is the pinned one
+(``crictl images`` tags of the container's image id; for an image pinned by digest, ``repoDigests`` of the image
+the container runs must hold that digest); the container has not restarted more than
 ``doca_services_max_restarts`` times (default 0: a restart is a crash until someone looks).
 Services in ``doca_services_absent`` must have no pod.
 
@@ -66,7 +67,9 @@ def _latest(containers, pod):
 def test_services_run_at_their_pinned_version(dpu):
     services, _absent = _wanted(dpu)
     pods, containers = _pods(dpu), _containers(dpu)
-    tags = _crictl.image_tags(_json(dpu, "crictl images -o json", _crictl.parse_images_json))
+    images = _json(dpu, "crictl images -o json", _crictl.parse_images_json)
+    tags = _crictl.image_tags(images)
+    digests = {img["id"]: img["repo_digests"] for img in images}
     problems = []
     for svc in services:
         name = svc.get("name")
@@ -86,8 +89,17 @@ def test_services_run_at_their_pinned_version(dpu):
                                 f"(attempt {ctr['attempt']}), expected CONTAINER_RUNNING; see `crictl logs "
                                 f"{ctr['id'][:13]}` on the DPU; fix the cause (its settings in doca_services_list) "
                                 "and re-run playbooks/services.yml (a settings change recreates the pod)")
+            if "@" in want:  # pinned by digest: the digest the running container's image has must be that one
+                running = digests.get(ctr["image_id"], [])
+                if want not in running:
+                    have = ", ".join(d.rsplit("@", 1)[-1] for d in running) or ctr["image_id"]
+                    problems.append(f"{dpu.name}: DOCA service {name}: container {ctr['name']} runs image digest "
+                                    f"{have}, expected the pinned {want.rsplit('@', 1)[-1]} ({want}); the manifest "
+                                    f"or the image store was changed outside bluefleet; {FIX} (re-renders the "
+                                    "manifest with the pinned image, which recreates the pod)")
+                continue
             running = tags.get(ctr["image_id"], [])
-            if "@" not in want and want not in running:
+            if want not in running:
                 problems.append(f"{dpu.name}: DOCA service {name}: container {ctr['name']} runs image "
                                 f"{running or ctr['image_id']}, expected {want}; {FIX}")
     assert not problems, "\n".join(problems)
@@ -142,32 +154,19 @@ def _prometheus_port(svc):
     return int(port) if port.isdigit() else None
 
 
-def test_telemetry_metrics_answer(dpu):
-    """DTS is healthy when its Prometheus endpoint answers a page that parses, with the card's port counters as
-    numbers. Lab and real DPUs: an HTTP GET on the DPU itself; local-connection twins (no daemon): the page the
-    twin's stand-in would serve (`dpusim kubelet metrics`), refused the same way when the pod does not run."""
+def _telemetry(dpu) -> tuple[dict, int]:
     services, _absent = _wanted(dpu)
     svc = next((s for s in services if s.get("name") == "telemetry"), None)
     if svc is None:
-        return  # telemetry is not asked for here: nothing to judge
+        pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA telemetry (doca_services_list)")
     port = _prometheus_port(svc)
     assert port is not None, (f"{dpu.name}: DOCA service telemetry: settings.prometheus is "
                               f"{(svc.get('settings') or {}).get('prometheus')!r}, expected http://ADDRESS:PORT "
                               f"(the Prometheus endpoint is off); {TELEMETRY_FIX}")
-    if dpu.local:
-        command = f"dpusim kubelet metrics {_doca.SERVICES['telemetry']['pod']}"
-    else:
-        command = _SCRAPE.format(port=port)
-    res = dpu.run(command)
-    assert res.rc == 0, (f"{dpu.name}: DOCA service telemetry: metrics endpoint on port {port} does not answer "
-                         f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; expected a Prometheus page; "
-                         f"see `crictl ps -a --name doca-telemetry` on the DPU; {TELEMETRY_FIX}")
-    body = res.stdout
-    if not dpu.local:
-        ctype, _sep, body = body.partition("\n")
-        assert ctype.startswith("text/plain") and "version=0.0.4" in ctype, (
-            f"{dpu.name}: DOCA service telemetry: port {port} answers Content-Type {ctype!r}, expected "
-            f"text/plain; version=0.0.4 (Prometheus text format); {TELEMETRY_FIX}")
+    return svc, port
+
+
+def _judge_metrics_page(dpu, body: str) -> None:
     try:
         families = _prometheus.parse_metrics(body)
     except _prometheus.PrometheusError as exc:
@@ -186,6 +185,36 @@ def test_telemetry_metrics_answer(dpu):
     assert not problems, "\n".join(problems)
 
 
+def _metrics_failed(dpu, port, res) -> str:
+    return (f"{dpu.name}: DOCA service telemetry: metrics endpoint on port {port} does not answer "
+            f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; expected a Prometheus page; "
+            f"see `crictl ps -a --name doca-telemetry` on the DPU; {TELEMETRY_FIX}")
+
+
+@pytest.mark.links
+def test_telemetry_metrics_answer(dpu):
+    """DTS is healthy when its Prometheus endpoint answers a page that parses, with the card's port counters as
+    numbers: an HTTP GET on the DPU itself (lab containers and real DPUs: the node's own network namespace)."""
+    _svc, port = _telemetry(dpu)
+    res = dpu.run(_SCRAPE.format(port=port))
+    assert res.rc == 0, _metrics_failed(dpu, port, res)
+    ctype, _sep, body = res.stdout.partition("\n")
+    assert ctype.startswith("text/plain") and "version=0.0.4" in ctype, (
+        f"{dpu.name}: DOCA service telemetry: port {port} answers Content-Type {ctype!r}, expected "
+        f"text/plain; version=0.0.4 (Prometheus text format); {TELEMETRY_FIX}")
+    _judge_metrics_page(dpu, body)
+
+
+@pytest.mark.twin
+def test_telemetry_twin_metrics_page(dpu):
+    """The same judgement on the page the twin's DTS stand-in serves (`dpusim kubelet metrics`), refused the same
+    way when the pod does not run: for twins on the local connection, which run no daemon to GET from."""
+    _svc, port = _telemetry(dpu)
+    res = dpu.run(f"dpusim kubelet metrics {_doca.SERVICES['telemetry']['pod']}")
+    assert res.rc == 0, _metrics_failed(dpu, port, res)
+    _judge_metrics_page(dpu, res.stdout)
+
+
 SNAP_FIX = ("fix: doca_services_snap_targets / doca_services_snap_namespaces / doca_services_snap_controllers "
             "(the snap entry of doca_services_list) / playbooks/services.yml")
 
@@ -197,7 +226,7 @@ def test_snap_namespace_visible(pair):
     dpu, host = pair.dpu, pair.host
     services, _absent = _wanted(dpu)
     if not any(s.get("name") == "snap" for s in services):
-        return  # SNAP is not deployed on this DPU: nothing to judge
+        pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA SNAP (doca_services_list)")
     defaults = yaml.safe_load(DEFAULTS.read_text(encoding="utf-8"))
     namespaces = dpu.vars.get("doca_services_snap_namespaces", defaults["doca_services_snap_namespaces"])
     nqn = dpu.vars.get("doca_services_snap_subsystem_nqn", defaults["doca_services_snap_subsystem_nqn"])
@@ -242,8 +271,9 @@ def test_snap_namespace_visible(pair):
 
 
 # ---- HBN: routes present; Firefly: PTP port state (issue #8, "healthy by its own signal") ----------------------
-# On a BlueField both commands run inside the service's container (`crictl exec <container> vtysh ...` /
-# `... pmc ...`); the twin (sim and lab DPU) answers them as tools of the DPU: src/dpusim/tools/vtysh.py, pmc.py.
+# On a BlueField both programs live inside the service's container, not on the Arm OS: the checks run them with
+# `crictl exec <container id> vtysh ...` / `... pmc ...` (cri-tools syntax); the twin answers crictl exec the same
+# way (src/dpusim/tools/crictl.py: vtysh in doca-hbn, pmc in doca-firefly).
 HBN_FIX = "fix: the hbn entry of doca_services_list (settings = NVUE startup.yaml) / playbooks/services.yml"
 PTP_FIX = "fix: the firefly entry of doca_services_list (settings = ptp4l [global]) / playbooks/services.yml"
 PTP_STATES_DEFAULT = ["MASTER", "SLAVE", "PASSIVE"]
@@ -288,15 +318,26 @@ def _hbn_expected_routes(settings):
     return sorted(want)
 
 
+def _exec_in(dpu, service: str, command: str, fix: str):
+    """Run ``command`` inside the running container of ``service`` (``crictl exec <id> ...``); the result."""
+    name = _doca.SERVICES[service]["container"]
+    pod = _pod_of(_pods(dpu), service)
+    running = [c for c in (_latest(_containers(dpu), pod) if pod else [])
+               if c["name"] == name and c["state"] == "CONTAINER_RUNNING"]
+    assert running, (f"{dpu.name}: DOCA service {service}: no running container {name} (crictl ps -a --name {name}), "
+                     f"so `{command}` has nowhere to run; {fix}")
+    return dpu.run(f"crictl exec {running[0]['id']} {command}")
+
+
 def test_hbn_routes_present(dpu):
     """HBN is healthy when its FRR answers `show ip route json` and every route its configuration declares is
     selected and installed (parsed with plugins/module_utils/parsers/_frr.py)."""
     services, _absent = _wanted(dpu)
     svc = next((s for s in services if s.get("name") == "hbn"), None)
     if svc is None:
-        return  # HBN is not asked for here: nothing to judge
-    res = dpu.run("vtysh -c 'show ip route json'")
-    assert res.rc == 0, (f"{dpu.name}: DOCA service hbn: routes: `vtysh -c 'show ip route json'` failed "
+        pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA HBN (doca_services_list)")
+    res = _exec_in(dpu, "hbn", "vtysh -c 'show ip route json'", HBN_FIX)
+    assert res.rc == 0, (f"{dpu.name}: DOCA service hbn: routes: `vtysh -c 'show ip route json'` in doca-hbn failed "
                          f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; expected FRR to answer; "
                          f"see `crictl ps -a --name doca-hbn` on the DPU; {HBN_FIX}")
     try:
@@ -317,10 +358,11 @@ def test_firefly_ptp_state(dpu):
     ``doca_services_ptp_states`` (default MASTER, SLAVE, PASSIVE; parsed with plugins/module_utils/parsers/_pmc.py)."""
     services, _absent = _wanted(dpu)
     if not any(s.get("name") == "firefly" for s in services):
-        return  # Firefly is not asked for here: nothing to judge
+        pytest.skip(f"not applicable: {dpu.name} does not ask for DOCA Firefly (doca_services_list)")
     allowed = [str(s).upper() for s in dpu.vars.get("doca_services_ptp_states", PTP_STATES_DEFAULT)]
-    res = dpu.run("pmc -u -b 0 'GET PORT_DATA_SET'")
-    assert res.rc == 0, (f"{dpu.name}: DOCA service firefly: PTP state: `pmc -u -b 0 'GET PORT_DATA_SET'` failed "
+    res = _exec_in(dpu, "firefly", "pmc -u -b 0 'GET PORT_DATA_SET'", PTP_FIX)
+    assert res.rc == 0, (f"{dpu.name}: DOCA service firefly: PTP state: `pmc -u -b 0 'GET PORT_DATA_SET'` in "
+                         f"doca-firefly failed "
                          f"(rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; {PTP_FIX}")
     try:
         ports = _pmc.parse_port_data_set(res.stdout)

@@ -55,9 +55,14 @@ def uplink_devices(node) -> dict[str, str]:
     return out
 
 
-def test_eswitch_mode(dpu):
+def _require_enabled(dpu) -> None:
     if not want(dpu, "switchdev_enabled"):
-        return
+        pytest.skip(f"not applicable: {dpu.name} sets switchdev_enabled false (the switchdev role leaves the eswitch "
+                    "and IPsec mode as they are)")
+
+
+def test_eswitch_mode(dpu):
+    _require_enabled(dpu)
     expected = want(dpu, "switchdev_mode")
     eswitches = parse_eswitch(_ok(dpu, "devlink -j dev eswitch show", "the eswitch modes"))["devices"]
     for netdev, handle in uplink_devices(dpu).items():
@@ -74,8 +79,10 @@ def test_eswitch_mode(dpu):
 
 def test_switchdev_has_representors(dpu):
     """In switchdev mode the device of each uplink shows its host PF representor (flavour pcipf)."""
-    if not want(dpu, "switchdev_enabled") or want(dpu, "switchdev_mode") != "switchdev":
-        return
+    _require_enabled(dpu)
+    if want(dpu, "switchdev_mode") != "switchdev":
+        pytest.skip(f"not applicable: {dpu.name} asks for eswitch mode {want(dpu, 'switchdev_mode')} "
+                    "(switchdev_mode), which has no representors")
     ports = parse_port(_ok(dpu, "devlink -j port show", "the devlink ports"))["ports"]
     for netdev, handle in uplink_devices(dpu).items():
         reps = sorted(p["netdev"] for p in ports.values() if p["device"] == handle and p.get("flavour") == "pcipf")
@@ -85,8 +92,7 @@ def test_switchdev_has_representors(dpu):
 
 
 def test_ipsec_full_offload_set_and_in_effect(dpu):
-    if not want(dpu, "switchdev_enabled"):
-        return
+    _require_enabled(dpu)
     enabled = bool(want(dpu, "switchdev_ipsec_full_offload"))
     root = fs_root(dpu)
     path = root + "/etc/mellanox/mlnx-bf.conf"

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.stage("preflight")
 
-HOST_NETDEV = "ens1f0np0"  # the GPU host's netdev on the card's first port (lab and BlueField-3 profile)
-DPU_NETDEVS = ("pf0hpf", "p0")  # host representor, uplink (BlueField Arm side)
+ROLES = Path(__file__).resolve().parents[2] / "roles"
+# The netdevs each side must have, named by the variables of the roles that use them (the inventory's value, else
+# the role's default): never a constant of the lab.
+HOST_NETDEV_VARS = (("host_overlay", "host_overlay_interface"),)  # the GPU host's netdev on the card
+DPU_NETDEV_VARS = (("ovs", "ovs_host_representor"), ("ipsec", "ipsec_uplink_interface"))  # representor, uplink
 # A device row of `mst status -v` (corpus: mst/bf3-arm-mst-status-v.txt, mst/bf2-host-mst-status-v-fixture.txt).
 _MST_ROW = re.compile(r"^(?P<type>\S+)\s+(?P<dev>/dev/mst/mt\d+_pciconf\d+)\s", re.M)
 _FIX_LAB = "in the lab run `bluefleet lab up` (or `bluefleet lab wire`); on hardware check the cabling and driver"
@@ -22,6 +27,17 @@ _FIX_LAB = "in the lab run `bluefleet lab up` (or `bluefleet lab wire`); on hard
 
 def _tail(res) -> str:
     return (res.stderr or res.stdout).strip()[-300:]
+
+
+def _netdevs(node, role_vars) -> list[str]:
+    out = []
+    for role, var in role_vars:
+        value = node.vars.get(var)
+        if value is None:
+            value = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text(encoding="utf-8"))[var]
+        assert value, f"{node.name}: {var} is {value!r}, expected the name of a netdev; fix: the inventory"
+        out.append(str(value))
+    return out
 
 
 def _link(node, name: str) -> dict | None:
@@ -84,20 +100,29 @@ def test_pairing_vars(node, fleet):
 
 @pytest.mark.links
 def test_gpu_host_netdev_up(gpu_host):
-    link = _link(gpu_host, HOST_NETDEV)
-    assert link is not None, f"{gpu_host.name}: netdev {HOST_NETDEV} does not exist; {_FIX_LAB}"
-    flags, oper = link.get("flags", []), link.get("operstate")
-    assert "UP" in flags and oper == "UP", (
-        f"{gpu_host.name}: {HOST_NETDEV} is not up (flags {flags}, operstate {oper}); {_FIX_LAB}")
+    """The GPU host's netdev on the card (host_overlay_interface) exists and is up."""
+    problems = []
+    for netdev in _netdevs(gpu_host, HOST_NETDEV_VARS):
+        link = _link(gpu_host, netdev)
+        if link is None:
+            problems.append(f"{gpu_host.name}: netdev {netdev} (host_overlay_interface) does not exist")
+        elif "UP" not in link.get("flags", []) or link.get("operstate") != "UP":
+            problems.append(f"{gpu_host.name}: {netdev} is not up (flags {link.get('flags', [])}, operstate "
+                            f"{link.get('operstate')})")
+    assert not problems, "; ".join(problems) + f"; {_FIX_LAB}"
 
 
 @pytest.mark.links
-@pytest.mark.parametrize("netdev", DPU_NETDEVS)
-def test_dpu_netdev_present(dpu, netdev):
-    link = _link(dpu, netdev)
-    assert link is not None, f"{dpu.name}: netdev {netdev} does not exist; {_FIX_LAB}"
-    flags = link.get("flags", [])
-    assert "UP" in flags, f"{dpu.name}: {netdev} is administratively down (flags {flags}); {_FIX_LAB}"
+def test_dpu_netdev_present(dpu):
+    """The host representor (ovs_host_representor) and the uplink (ipsec_uplink_interface) exist and are up."""
+    problems = []
+    for netdev in _netdevs(dpu, DPU_NETDEV_VARS):
+        link = _link(dpu, netdev)
+        if link is None:
+            problems.append(f"{dpu.name}: netdev {netdev} does not exist")
+        elif "UP" not in link.get("flags", []):
+            problems.append(f"{dpu.name}: {netdev} is administratively down (flags {link.get('flags', [])})")
+    assert not problems, "; ".join(problems) + f"; {_FIX_LAB}"
 
 
 def test_mst_shows_card(node):
@@ -122,7 +147,9 @@ def test_pair_sees_one_card(pair):
     seen = {}
     for side in (pair.host, pair.dpu):
         devices = _mst_devices(side)
-        assert devices, f"{side.name}: `mst status -v` lists no device"
+        assert devices, (f"{side.name}: `mst status -v` lists no device, so its card cannot be compared with "
+                         f"{pair.dpu.name if side is pair.host else pair.host.name}'s; fix: install MFT/mstflint and "
+                         "run `mst start` (the twin: `dpusim env`)")
         q = _flint_query(side, devices[0][1])
         assert q.get("PSID") and q.get("Base GUID"), f"{side.name}: flint q printed no PSID/Base GUID: {q!r}"
         seen[side.name] = (q["PSID"], q["Base GUID"].split()[0])

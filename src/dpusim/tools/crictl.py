@@ -1,5 +1,6 @@
 # ruff: noqa: UP031  (printf-style formats on purpose: they mirror the real tool's formats)
-"""``crictl`` of the BlueField's standalone kubelet + containerd: ``ps``, ``pods``, ``images``, ``--version``.
+"""``crictl`` of the BlueField's standalone kubelet + containerd: ``ps``, ``pods``, ``images``, ``exec``,
+``--version``.
 
 Layouts:
 * ``ps -o json``: shared/corpus/crictl/bf-doca-hbn-crictl-ps-o-json-fixture.txt (verbatim fixture of a DOCA
@@ -19,6 +20,17 @@ Layouts:
   for an empty runtime handler.
 * Filters (same files): ``ps`` lists running containers unless ``-a`` or ``--state``; ``--name`` is a
   regular expression (re.search) on the container name (``pods``: on the pod name); results newest first.
+
+* ``exec [-i] [-t] [-s] [--timeout N] CONTAINER-ID COMMAND [ARG...]``: cri-tools cmd/crictl/exec.go (same
+  commit): the first argument is the container id (a unique prefix is enough: containerd's container store looks
+  ids up by truncated index), the rest is the command; fewer than two arguments print the subcommand help. The
+  CRI side is containerd's pkg/cri/server container_exec.go / container_execsync.go: an unknown id fails with
+  "failed to find container in store", a container that is not running with "container is in <STATE> state";
+  crictl reports an error as ``FATA[0000] execing command in container <ID>: <error>`` (logrus.Fatal, exit 1),
+  also when the command exits non-zero ("command terminated with exit code N", client-go remotecommand).
+  What runs inside: the programs of the service's image that the twin models (``IMAGE_PROGRAMS``: FRR's vtysh
+  in doca-hbn, linuxptp's pmc in doca-firefly), answered by the same twin tools; any other program is the
+  OCI runtime's "executable file not found in $PATH".
 
 Every call first reconciles the static-pod folder (dpusim.kubelet.sync).
 """
@@ -265,7 +277,62 @@ def cmd_images(argv: list[str], kub: dict[str, Any]) -> str:
     return to_json({"images": list(seen.values())}) + "\n"
 
 
-COMMANDS = {"ps": cmd_ps, "pods": cmd_pods, "images": cmd_images}
+# Programs inside a service's container that the twin answers (container name -> program -> dpusim.tools module).
+IMAGE_PROGRAMS = {"doca-hbn": {"vtysh": "vtysh"}, "doca-firefly": {"pmc": "pmc"}}
+EXEC_USAGE = ("NAME:\n   crictl exec - Run a command in a running container\n\nUSAGE:\n"
+              "   crictl exec [command options] [CONTAINER-ID] COMMAND [ARG...]\n")
+
+
+def exec_target(argv: list[str], kub: dict[str, Any]) -> tuple[dict[str, Any], str, list[str]]:
+    """(container, the id as given, command argv) of ``crictl exec``; ToolExit as crictl / containerd answer.
+    Flags come before the container id (urfave/cli stops at the first argument); the command keeps its own."""
+    args = list(argv)
+    while args and args[0].startswith("-"):
+        flag = args.pop(0)
+        if flag == "--":
+            break
+        name, _eq, value = flag.partition("=")
+        if name in ("-i", "--interactive", "-t", "--tty", "-s", "--sync", "-it", "-ti"):
+            continue
+        if name == "--timeout":
+            value = value or (args.pop(0) if args else "")
+            if not value.lstrip("-").isdigit():
+                raise ToolExit('FATA[0000] invalid value "%s" for flag -timeout: parse error' % value, rc=1,
+                               stream="stderr")
+            continue
+        raise ToolExit("FATA[0000] flag provided but not defined: %s" % name, rc=1, stream="stderr")
+    if len(args) < 2:
+        raise ToolExit(EXEC_USAGE, rc=0)
+    wanted, command = args[0], args[1:]
+    found = [c for c in kubelet.all_containers(kub, include_dead=True) if c["id"].startswith(wanted)]
+    if len(found) != 1:
+        why = "not found" if not found else "ambiguous ID %r" % wanted
+        raise ToolExit("FATA[0000] execing command in container %s: rpc error: code = NotFound desc = failed to find "
+                       "container in store: %s" % (wanted, why), rc=1, stream="stderr")
+    ctr = found[0]
+    if ctr["state"] != "CONTAINER_RUNNING":
+        raise ToolExit("FATA[0000] execing command in container %s: rpc error: code = Unknown desc = container is in "
+                       "%s state" % (wanted, ctr["state"]), rc=1, stream="stderr")
+    return ctr, wanted, command
+
+
+def run_in_container(ctr: dict[str, Any], wanted: str, command: list[str]) -> int:
+    program = command[0].rsplit("/", 1)[-1]
+    module = IMAGE_PROGRAMS.get(ctr["name"], {}).get(program)
+    if module is None:
+        raise ToolExit('FATA[0000] execing command in container %s: OCI runtime exec failed: exec failed: unable to '
+                       'start container process: exec: "%s": executable file not found in $PATH: unknown'
+                       % (wanted, command[0]), rc=1, stream="stderr")
+    import importlib
+
+    rc = importlib.import_module("dpusim.tools." + module).main(command[1:], program)
+    if rc:
+        raise ToolExit("FATA[0000] execing command in container %s: command terminated with exit code %d"
+                       % (wanted, rc), rc=1, stream="stderr")
+    return 0
+
+
+COMMANDS = {"ps": cmd_ps, "pods": cmd_pods, "images": cmd_images, "exec": None}
 
 
 def body(argv: list[str], prog: str) -> int:
@@ -287,7 +354,12 @@ def body(argv: list[str], prog: str) -> int:
                            '/run/containerd/containerd.sock: connect: no such file or directory"',
                            rc=1, stream="stderr")
         kub = kubelet.sync(node)
-        text = COMMANDS[cmd](argv, kub)
+        if cmd == "exec":
+            ctr, wanted, command = exec_target(argv, kub)
+        else:
+            text = COMMANDS[cmd](argv, kub)
+    if cmd == "exec":  # the program runs after the node is released: it reads the node itself
+        return run_in_container(ctr, wanted, command)
     emit(text)
     return 0
 

@@ -55,8 +55,16 @@ def _topo(node: state.Node, gpus: list[dict], pcie_only: bool) -> str:
     return render.topo(devices, matrix, nvlink_legend=not pcie_only)
 
 
+# What nvidia-smi prints (stdout, exit status 9 = NVML_ERROR_DRIVER_NOT_LOADED) when the driver does not answer;
+# the sentence as real machines print it (e.g. the nvidia_smi section of a driver bug report and many user reports).
+DRIVER_DOWN = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+               "latest NVIDIA driver is installed and running.\n")
+
+
 def body(argv: list[str], prog: str) -> int:
     with state.open_node(write=False) as node:
+        if node.role == "host" and node.faults.get("gpu_driver_down") is not None:
+            raise ToolExit(DRIVER_DOWN, rc=9)
         gpus = ls.gpus(node)
         cfg = ls.gpu_config(node)
         if node.role != "host":

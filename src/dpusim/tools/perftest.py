@@ -15,8 +15,10 @@ Model (not a capture), so results follow the node's state:
 - line rate 200 Gb/s (the profile's 4x 50 Gb/s port of ``ibv_devinfo -v``); payload efficiency
   MTU / (MTU + 98) (RoCE v2 per-packet bytes on the wire: Ethernet 14 + FCS 4 + preamble/IFG 20 + IPv4 20 + UDP 8
   + BTH 12 + RETH 16 + ICRC 4); the corpus client (MTU 1024 on a 200 G port) measured 181.46, this gives 182.6;
-- lossless when the netdev trusts DSCP and PFC is on for the priority of the ToS's DSCP (mlx5 default dscp2prio:
-  DSCP >> 3), else a lossy factor 0.6 (retransmissions under load; a model value);
+- lossless when PFC is on for the priority the traffic gets: with trust dscp the configured dscp2prio entry of the
+  ToS's DSCP (``priority_of``; no entry: priority 0), with trust pcp priority 0; else a lossy factor 0.6
+  (retransmissions under load; a model value) and the port's ``out_of_sequence`` / ``packet_seq_err`` counters
+  rise by one in ``LOSS_EVERY`` packets sent (``_count``; lossless traffic raises only the packet/octet counters);
 - ``--use_cuda`` without ``nvidia_peermem`` loaded: the GPU buffer cannot be registered, and the tool stops with
   perftest's MR error lines (as a real ``ib_read_bw`` run printed them, public issue report raids-lab/crater #339:
   ``Couldn't allocate MR`` / ``failed to create mr`` / ``Failed to create MR`` / `` Couldn't create IB resources``).
@@ -35,7 +37,7 @@ import time
 from pathlib import Path
 
 from dpusim import linux_state as ls
-from dpusim import state
+from dpusim import state, telemetry
 from dpusim.tools._common import ToolExit, emit, run_tool, visible_cards
 
 NAMES = ("ib_write_bw",)
@@ -44,6 +46,10 @@ LINE = "-" * 87 + "\n"
 LINE_RATE_GBPS = 200.0
 WIRE_OVERHEAD = 98
 LOSSY_FACTOR = 0.6
+# Model value: on a priority without PFC, 1 packet in LOSS_EVERY is dropped under load; the receiver counts it as
+# out_of_sequence and the sender gets a packet_seq_err NAK and retransmits (mlx5 hw_counters, Linux
+# Documentation/ABI/stable/sysfs-class-infiniband). Lossless traffic counts neither.
+LOSS_EVERY = 1000
 IB_MTUS = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 DEFAULT_PORT = 18515
 GPU_BUFFER = 2097152
@@ -183,10 +189,33 @@ def bandwidth_gbps(mtu: int, lossless: bool) -> float:
     return bw if lossless else bw * LOSSY_FACTOR
 
 
+def priority_of(q: dict, tos: int) -> int:
+    """The priority RoCE traffic of ToS ``tos`` gets on a port with the mlnx_qos state ``q``: with trust dscp, the
+    configured dscp2prio entry of its DSCP (the DCB app table ``mlnx_qos --dscp2prio`` / ``--trust dscp`` fill;
+    a DSCP without an entry gets priority 0, mlx5 en_dcbnl.c mlx5e_set_trust_state / dscp2prio); with trust pcp,
+    the VLAN PCP, 0 for the untagged RoCE the twin models."""
+    if q.get("trust") != "dscp":
+        return 0
+    dscp = tos >> 2
+    return next((prio for d, prio in q.get("app_table", []) if d == dscp), 0)
+
+
 def _lossless(node: state.Node, netdev: str, tos: int) -> bool:
     q = ls.qos(node, netdev)
-    prio = (tos >> 2) >> 3 if q.get("trust") == "dscp" else 0
-    return bool(q.get("pfc", [0] * 8)[prio])
+    return bool(q.get("pfc", [0] * 8)[priority_of(q, tos)])
+
+
+def _count(opts: dict, bw_gbps: float, mtu: int, lossless: bool) -> None:
+    """The client's traffic on its port's counters (shared by the card's host and DPU sides): packets and octets
+    sent; on a lossy priority also the drops' out_of_sequence / packet_seq_err."""
+    seconds = opts["duration"] or opts["iters"] * opts["size"] * 8 / (bw_gbps * 1e9)
+    packets = int(bw_gbps * 1e9 / 8 * seconds / mtu)
+    deltas = {"port_xmit_packets": packets, "port_xmit_data": packets * mtu // 4}
+    if not lossless:
+        deltas.update(out_of_sequence=packets // LOSS_EVERY, packet_seq_err=packets // LOSS_EVERY)
+    with state.open_node() as node:
+        port = _port(node, opts["device"])
+        telemetry.add_traffic(port["card"], port["fn"], **deltas)
 
 
 def _rendezvous(port: int, what: str = "json") -> Path:
@@ -261,6 +290,7 @@ def body(argv: list[str], prog: str) -> int:
         iters = int(bw * 1e9 * opts["duration"] / (size * 8)) if opts["duration"] else opts["iters"]
         row = (size, iters, 0.0 if opts["duration"] else bw, bw, bw * 1e9 / (size * 8) / 1e6)
         remote_gid = _peer_gid(opts["server_addr"], gid)
+        _count(opts, bw, mtu, lossless)
         if _rendezvous(opts["port"], "wait").exists():
             tmp = _rendezvous(opts["port"], "tmp")
             tmp.write_text(json.dumps({"row": row, "gid": gid}))

@@ -44,10 +44,11 @@ def _dpu_info(flashed: str, running: str, dpu: bool) -> dict:
 
 
 def make_run_folder(path: Path, *, failing: str | None = None, running: dict | None = None,
-                    gpu_driver: dict | None = None, unreachable: str | None = None) -> Path:
+                    gpu_driver: dict | None = None, unreachable: str | None = None,
+                    not_applicable: str | None = None) -> Path:
     """A run folder at ``path``. ``failing``: a host whose fabric check fails; ``running``: host -> running
     firmware (flashed stays 32.43.1014); ``gpu_driver``: host -> driver; ``unreachable``: a host the playbook
-    could not reach."""
+    could not reach; ``not_applicable``: a DPU where the HBN check is N/A (passed on the other DPU)."""
     running = running or {}
     gpu_driver = gpu_driver or {}
     path.mkdir(parents=True)
@@ -95,6 +96,16 @@ def make_run_folder(path: Path, *, failing: str | None = None, running: dict | N
                    "hosts": ["node1", "node1-dpu"], "outcome": "passed", "message": "",
                    "commands": [{"host": "node1", "command": "flint -d /dev/mst/mt41692_pciconf0 q", "rc": 0,
                                  "stdout": "PSID: MT_0000000884\n", "stderr": ""}]})
+    if not_applicable:
+        for host in ("node1-dpu", "node2-dpu"):
+            na = host == not_applicable
+            checks.append({
+                "nodeid": "tests/validation/test_services.py::test_hbn_routes_present[%s]" % host,
+                "check": "test_hbn_routes_present", "module": "test_services", "stage": "services", "hosts": [host],
+                "outcome": "not_applicable" if na else "passed",
+                "message": ("not applicable: %s does not ask for DOCA HBN (doca_services_list)" % host) if na else "",
+                "commands": [] if na else [{"host": host, "command": "crictl exec -q x vtysh", "rc": 0,
+                                            "stdout": "{}", "stderr": ""}]})
     evidence = {"format": "bluefleet-evidence/1", "exitstatus": 1 if failing else 0,
                 "stages": ["preflight", "firmware", "offload", "services", "fabric", "zero_trust"],
                 "inventory": "/inv/fleet.yml", "hosts": HOSTS, "not_applicable": [], "checks": checks}

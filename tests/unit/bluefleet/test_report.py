@@ -213,3 +213,32 @@ def test_suite_that_stopped_early_is_said(runs):
     assert "stopped before its checks (rc=4): see validate.log" in paths["html"].read_text()
     assert "stopped before its checks, rc=4" in paths["md"].read_text()
     assert list(json.loads(paths["json"].read_text())["cells"]["node1"]) == ["playbook"]  # no check cells
+
+
+def test_not_applicable_is_counted_and_shown_as_na_in_every_format(runs):
+    paths = report.write_report(make_run_folder(runs / "r1", not_applicable="node2-dpu"))
+    model = json.loads(paths["json"].read_text())
+    cell = model["cells"]["node2-dpu"]["test_hbn_routes_present"]
+    assert cell["status"] == "not_applicable" and "does not ask for DOCA HBN" in cell["message"]
+    assert model["cells"]["node1-dpu"]["test_hbn_routes_present"]["status"] == "passed"
+    assert model["totals"] == {"passed": 10, "not_applicable": 1}  # N/A is never counted as passed
+    assert model["not_applicable"] == [{"host": "node2-dpu", "check": "test_hbn_routes_present",
+                                        "reason": "node2-dpu does not ask for DOCA HBN (doca_services_list)"}]
+    html = paths["html"].read_text()
+    assert re.search(r'<td class="cell s-not_applicable" data-key="node2-dpu\|test_hbn_routes_present"[^>]*>'
+                     r'<button type="button" title="N/A: node2-dpu does not ask for DOCA HBN[^"]*">N/A</button>', html)
+    assert ".s-not_applicable{background:#d9d9d9" in html  # grey
+    assert '<span class="s-not_applicable">1 N/A</span>' in html
+    md = paths["md"].read_text()
+    assert "checks: 1 N/A, 10 passed" in md
+    assert "| node2-dpu | test_hbn_routes_present | node2-dpu does not ask for DOCA HBN (doca_services_list) |" in md
+
+
+def test_older_evidence_with_a_not_applicable_skip_is_na(runs):
+    folder = make_run_folder(runs / "r1", not_applicable="node1-dpu")
+    evidence = json.loads((folder / "evidence.json").read_text())
+    for check in evidence["checks"]:
+        if check["outcome"] == "not_applicable":
+            check["outcome"] = "skipped"
+    (folder / "evidence.json").write_text(json.dumps(evidence))
+    assert build_model(folder)["cells"]["node1-dpu"]["test_hbn_routes_present"]["status"] == "not_applicable"

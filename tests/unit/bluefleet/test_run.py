@@ -171,3 +171,23 @@ def test_live_view_counts_inventory_hosts_only():
     view(result("runner_on_skipped", "localhost", {}))  # stage 7 runs on the controller
     view(STATS)
     assert out.getvalue().splitlines()[-1].endswith("hosts 1/1 done, 0 changed, 0 failed, 0 unreachable")
+
+
+def test_check_selection_reaches_the_suite(tmp_path, monkeypatch):
+    """--checks (pytest -m) and -k pass a check selection to the conformance suite, e.g. -m 'not twin'."""
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all: {}\n")
+    args = run.parse_args(["-i", str(inv), "--stage", "validate", "--checks", "not twin", "-k", "roce"], ROOT)
+    assert (args.checks, args.check_names) == ("not twin", "roce")
+    seen = {}
+
+    class Popen:
+        def __init__(self, cmd, **kwargs):
+            seen["cmd"] = cmd
+
+    monkeypatch.setattr(run.subprocess, "Popen", Popen)
+    run.Suite(ROOT, tmp_path, inv, {}, None, io.StringIO(), None, (args.checks, args.check_names)).log.close()
+    cmd = seen["cmd"]
+    assert cmd[:3] == [run.sys.executable, "-m", "pytest"] and cmd[-4:] == ["-m", "not twin", "-k", "roce"]
+    run.Suite(ROOT, tmp_path, inv, {}, None, io.StringIO()).log.close()
+    assert seen["cmd"].count("-m") == 1 and "-k" not in seen["cmd"]  # no selection: every check

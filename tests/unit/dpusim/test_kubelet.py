@@ -174,3 +174,36 @@ def test_filters_and_errors(twin):
 ])
 def test_human_duration(seconds, text):
     assert crictl.human_duration(seconds) == text
+
+
+def test_exec_runs_the_program_of_the_running_container(twin):
+    """`crictl exec [-i] [-t] CONTAINER-ID COMMAND [ARG...]` (cri-tools exec.go): vtysh answers inside doca-hbn
+    (the same routes as the twin's FRR), by full id or a unique prefix; the command keeps its own flags."""
+    t = twin(role="dpu", name="dpu1")
+    _write(t, "doca_hbn.yaml")
+    (ctr,) = _ps(t)
+    rc, out, err = t.run("crictl", "exec", ctr["id"][:13], "vtysh", "-c", "show ip route json")
+    assert rc == 0 and out.startswith("{") and out.endswith("}\n"), err
+    rc, out2, _err = t.run("crictl", "exec", "-i", "-t", ctr["id"], "vtysh", "-c", "show ip route json")
+    assert rc == 0 and out2 == out
+
+
+def test_exec_errors_as_crictl_and_containerd_print_them(twin):
+    t = twin(role="dpu", name="dpu1")
+    _write(t, "doca_hbn.yaml")
+    (ctr,) = _ps(t)
+    rc, out, _err = t.run("crictl", "exec", ctr["id"])
+    assert rc == 0 and "crictl exec [command options] [CONTAINER-ID] COMMAND [ARG...]" in out  # the help
+    rc, _out, err = t.run("crictl", "exec", "0123456789ab", "vtysh")
+    assert rc == 1 and err.startswith("FATA[0000] execing command in container 0123456789ab: rpc error: code = "
+                                      "NotFound desc = failed to find container in store: not found")
+    rc, _out, err = t.run("crictl", "exec", ctr["id"], "pmc", "-u", "-b", "0", "GET PORT_DATA_SET")
+    assert rc == 1 and 'exec: "pmc": executable file not found in $PATH' in err  # pmc is Firefly's, not HBN's
+    rc, _out, err = t.run("crictl", "exec", ctr["id"], "vtysh", "-c", "show version")
+    assert rc == 1 and err.endswith("command terminated with exit code 1\n")
+    rc, _out, err = t.run("crictl", "exec", "--bogus", ctr["id"], "vtysh")
+    assert rc == 1 and "flag provided but not defined: --bogus" in err
+    with t.edit() as node:
+        kubelet.crash(node, "doca-hbn", stay_down=True)
+    rc, _out, err = t.run("crictl", "exec", ctr["id"], "vtysh", "-c", "show ip route json")
+    assert rc == 1 and err.endswith("container is in CONTAINER_EXITED state\n"), err

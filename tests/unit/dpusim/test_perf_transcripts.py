@@ -108,11 +108,14 @@ def test_all_reduce_transcript(corpus_dir, rel):
 
 # ----------------------------------------------------------------------------------------------- behaviour
 
-def _qos(node, netdev, pfc_prio):
-    q = ls.qos(node, netdev)
-    q["trust"] = "dscp"
-    q["pfc"] = [1 if i == pfc_prio else 0 for i in range(8)]
-    ls.set_qos(node, netdev, q)
+def _qos(t, pfc_prio, *extra):
+    """The QoS as an operator sets it: mlnx_qos (trust dscp fills the default dscp2prio table, DSCP >> 3)."""
+    pfc = ",".join("1" if i == pfc_prio else "0" for i in range(8))
+    rc, _out, err = t.run("mlnx_qos", "-i", "ens1f0np0", "--trust", "dscp", "--pfc", pfc)
+    assert rc == 0, err
+    for dscp2prio in extra:
+        rc, _out, err = t.run("mlnx_qos", "-i", "ens1f0np0", "--dscp2prio", dscp2prio)
+        assert rc == 0, err
 
 
 CLIENT = ["-d", "mlx5_0", "-x", "1", "-R", "-T", "104", "-s", "65536", "-q", "4", "-D", "10", "--report_gbits",
@@ -128,14 +131,28 @@ def test_lossless_beats_lossy(twin):
     t = twin("bluefield3")
     rc, lossy, err = t.run("ib_write_bw", *CLIENT)
     assert rc == 0, err
-    with t.edit() as node:
-        _qos(node, "ens1f0np0", 3)  # DSCP 26 (ToS 104) -> priority 3
+    _qos(t, 3)  # DSCP 26 (ToS 104) -> priority 3 in the default table
     rc, lossless, err = t.run("ib_write_bw", *CLIENT)
     assert rc == 0, err
     assert _avg(lossless) > 150 > _avg(lossy) > 50
-    with t.edit() as node:
-        _qos(node, "ens1f0np0", 5)  # PFC on another priority: lossy again
+    _qos(t, 5)  # PFC on another priority: lossy again
     assert _avg(t.run("ib_write_bw", *CLIENT)[1]) == _avg(lossy)
+
+
+def test_the_configured_dscp2prio_decides_the_priority(twin):
+    """DSCP 26 remapped to priority 5 (mlnx_qos --dscp2prio set,26,5): PFC on 3 no longer covers it (lossy), PFC on
+    5 does; the twin follows the configured table, not DSCP >> 3."""
+    t = twin("bluefield3")
+    lossy = _avg(t.run("ib_write_bw", *CLIENT)[1])
+    _qos(t, 3, "del,26,3", "set,26,5")
+    assert _avg(t.run("ib_write_bw", *CLIENT)[1]) == lossy
+    _qos(t, 5)
+    rc, out, err = t.run("mlnx_qos", "-i", "ens1f0np0", "--dscp2prio", "del,26,3", "--dscp2prio", "set,26,5")
+    assert rc == 0, err
+    assert _avg(t.run("ib_write_bw", *CLIENT)[1]) > 150
+    rc, _out, err = t.run("mlnx_qos", "-i", "ens1f0np0", "--trust", "pcp")  # pcp: untagged RoCE on priority 0
+    assert rc == 0, err
+    assert _avg(t.run("ib_write_bw", *CLIENT)[1]) == lossy
 
 
 def test_use_cuda_needs_peermem(twin):
@@ -204,3 +221,25 @@ def test_state_module_is_used_read_only(twin):
     before = state.load_node(t.root).runtime
     t.run("ib_write_bw", *CLIENT)
     assert state.load_node(t.root).runtime == before
+
+
+def test_lossy_traffic_raises_the_sequence_error_counters(twin):
+    """Traffic on a priority without PFC: out_of_sequence / packet_seq_err rise with the packets sent; lossless
+    traffic raises only the packet counters (dpusim.telemetry counters, what DTS and sysfs show)."""
+    from dpusim import state, telemetry
+
+    t = twin("bluefield3")
+
+    def counters():
+        with state.open_node(t.root, write=False) as node:
+            port = next(p for p in ls.rdma_ports(node) if p["ibdev"] == "mlx5_0")
+            return telemetry.counters(port["card"], port["fn"])
+
+    assert t.run("ib_write_bw", *CLIENT)[0] == 0  # trust pcp, no PFC: lossy
+    lossy = counters()
+    assert lossy["port_xmit_packets"] > 0 and lossy["out_of_sequence"] == lossy["packet_seq_err"] > 0
+    _qos(t, 3)
+    assert t.run("ib_write_bw", *CLIENT)[0] == 0
+    after = counters()
+    assert after["port_xmit_packets"] > lossy["port_xmit_packets"]
+    assert after["out_of_sequence"] == lossy["out_of_sequence"] and after["packet_seq_err"] == lossy["packet_seq_err"]

@@ -8,7 +8,11 @@ perftest run (public issue report raids-lab/crater #339).
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
 from ansible_collections.bluefleet.dpu.plugins.modules import ib_write_bw, nccl_allreduce
 from fake_tools import FakeRunner, fixture_text
 
@@ -132,3 +136,21 @@ def test_allreduce_tool_missing(run_module):
     runner = FakeRunner({}, missing=("all_reduce_perf",))
     failed, res = run_module(nccl_allreduce, {}, runner)
     assert failed and res["msg"].startswith("measure NCCL all-reduce bandwidth with all_reduce_perf failed:")
+
+
+@pytest.mark.parametrize("module, args", [
+    (ib_write_bw, dict(BASE, server="192.168.2.1")),
+    (nccl_allreduce, {"gpus": 8, "max_bytes": "16G"}),
+])
+def test_check_mode_runs_no_traffic(run_module, monkeypatch, module, args):
+    def no_runner(*_args, **_kwargs):
+        raise AssertionError("check mode built a runner: it would run traffic")
+
+    monkeypatch.setattr(module, "ToolRunner", no_runner)
+    results = []
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: results.append(kw) or sys.exit(0))
+    with patch_module_args(dict(args, _ansible_check_mode=True)), pytest.raises(SystemExit):
+        module.main()
+    (res,) = results
+    assert res["changed"] is False and res["skipped"] is True and res["cmd"] == []
+    assert res["msg"].startswith("skipped in check mode")
