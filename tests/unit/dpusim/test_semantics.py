@@ -404,7 +404,8 @@ def test_power_cycle_from_either_root_clears_both_runtimes(twin, tmp_path):
 def test_two_burns_at_once_do_not_both_write(twin, tmp_path):
     t = twin("connectx7")
     img = images.make_image("nic-fw", "connectx7", "28.44.1000", tmp_path / "fw.bin")
-    env = dict(os.environ, DPUSIM_ROOT=str(t.root), DPUSIM_TIME_SCALE="0.005")
+    # long enough that a loaded machine starts the second burn while the first still runs
+    env = dict(os.environ, DPUSIM_ROOT=str(t.root), DPUSIM_TIME_SCALE="0.03")
     cmd = [sys.executable, "-m", "dpusim.tool", "flint", "-d", "37:00.0", "-i", str(img), "-y", "b"]
     first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
