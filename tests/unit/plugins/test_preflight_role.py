@@ -31,10 +31,18 @@ def test_filter_choices_follow_the_modules():
 
 def test_main_only_includes_tagged_phases():
     tasks = _load("tasks", "main.yml")
-    assert [t["ansible.builtin.import_tasks"] for t in tasks] == ["pairing.yml", "facts.yml"]
-    for task in tasks:
+    assert [t["ansible.builtin.import_tasks"] for t in tasks] == ["pairing.yml", "facts.yml", "gate.yml"]
+    for task in tasks[:2]:
         assert set(task) == {"name", "ansible.builtin.import_tasks", "when", "tags"}
         assert "preflight" in task["tags"]
+    # the gate runs whatever the tags: one host's problem stops every host
+    assert tasks[2]["tags"] == ["always"] and "when" not in tasks[2]
+
+
+def test_gate_stops_every_host():
+    (gate,) = _load("tasks", "gate.yml")
+    assert gate["any_errors_fatal"] is True and gate["run_once"] is True
+    assert "ansible_play_hosts_all | difference(ansible_play_hosts)" in gate["ansible.builtin.assert"]["that"]
 
 
 def test_facts_phase_sets_both_facts_and_gpu_info_only_on_gpu_hosts():
