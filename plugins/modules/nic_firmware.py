@@ -97,7 +97,7 @@ EXAMPLES = r"""
 
 - name: Cross-flash a card to another PSID (changes its identity)
   bluefleet.dpu.nic_firmware:
-    device: 37:00.0
+    device: "0000:37:00.0"  # quoted: unquoted, YAML reads 37:00.0 as a number (base 60)
     image: /srv/firmware/fw-ConnectX7-rel-28_43_1014-MCX715105AS-WEAT.bin
     allow_psid_change: true
     tool: mstflint
