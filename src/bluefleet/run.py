@@ -216,14 +216,14 @@ def failure_message(res: Any) -> str | None:
         return None
     if "censored" in res:
         return "(output hidden: no_log)"
-    res = redact(res)
     items = [item for item in res.get("results") or [] if isinstance(item, dict) and item.get("failed")]
     if not items:
-        return res.get("msg")
+        return redact(res).get("msg")
     lines = []
     for item in items:
-        label = item.get("_ansible_item_label", item.get("item"))
-        text = "(output hidden: no_log)" if "censored" in item else item.get("msg")
+        label = redact(item.get("_ansible_item_label", item.get("item")))
+        hidden = "censored" in item or item.get("_ansible_no_log")
+        text = "(output hidden: no_log)" if hidden else redact(item).get("msg")
         lines.append("%s: %s" % (label, text))
     return "%d item(s) failed: %s" % (len(items), "; ".join(lines))
 
