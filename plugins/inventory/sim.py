@@ -38,10 +38,13 @@ options:
     env:
       - name: BLUEFLEET_SIM_NODES
   profile:
-    description: Device profile of every card.
+    description:
+      - Device profile of every card. The sim pairs every GPU host with a BlueField DPU (an Arm side of its own), so
+        only BlueField profiles build a fleet; a ConnectX-7 SuperNIC has no Arm side (the twin's C(connectx7)
+        profile serves C(dpusim init --profile connectx7 --role host) for a single host).
     type: str
     default: bluefield3
-    choices: [bluefield2, bluefield3, connectx7]
+    choices: [bluefield2, bluefield3]
   prefix:
     description: Host name prefix; hosts are named C(<prefix>NN) and C(<prefix>NN-dpu).
     type: str

@@ -77,7 +77,7 @@ EXAMPLES = r"""
   bluefleet.dpu.eswitch:
     device: "{{ item }}"
     mode: switchdev
-  loop: [0000:03:00.0, 0000:03:00.1]
+  loop: ["0000:03:00.0", "0000:03:00.1"]  # quoted: unquoted, YAML reads them as numbers (base 60)
 
 - name: Switchdev on the PF that owns ens1f0np0 (its VFs are unbound and bound again)
   bluefleet.dpu.eswitch:

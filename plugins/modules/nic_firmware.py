@@ -97,7 +97,7 @@ EXAMPLES = r"""
 
 - name: Cross-flash a card to another PSID (changes its identity)
   bluefleet.dpu.nic_firmware:
-    device: 37:00.0
+    device: "0000:37:00.0"  # quoted: unquoted, YAML reads 37:00.0 as a number (base 60)
     image: /srv/firmware/fw-ConnectX7-rel-28_43_1014-MCX715105AS-WEAT.bin
     allow_psid_change: true
     tool: mstflint
@@ -221,6 +221,16 @@ def run_firmware(runner, p, check_mode):
     changed = before["flashed"] != want
     cross_psid = bool(before["psid"]) and image["psid"] != before["psid"]
     if changed:
+        # The major number of a firmware version names the device family (24.x BlueField-2, 32.x BlueField-3,
+        # 28.x ConnectX-7: ../shared/corpus mlxfwmanager/flint captures, src/dpusim/profiles): no PSID change
+        # crosses it.
+        family, image_family = before["flashed"].split(".")[0], image["version"].split(".")[0]
+        if family != image_family:
+            raise ToolError(
+                "%s failed: the image %s is firmware %s, made for another device generation (firmware %s.x) than "
+                "this card's (it runs %s, %s.x); the card refuses it and no PSID change can cross-flash it: use the "
+                "image made for this card (%s.x)" % (label, image_path, image["version"], image_family,
+                                                     before["flashed"], family, family), firmware=before)
         if cross_psid and not p["allow_psid_change"]:
             raise ToolError(
                 "%s failed: PSID mismatch: the card has PSID %s, the image %s is for PSID %s; use the image made for "

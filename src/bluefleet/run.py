@@ -143,6 +143,7 @@ class LiveView:
         self.failed: set[str] = set()
         self.unreachable: set[str] = set()
         self.failures: dict[str, list[dict[str, Any]]] = {}
+        self.preflight_failed: set[str] = set()
 
     def elapsed(self) -> str:
         return "%ds" % (time.monotonic() - self.started)
@@ -194,12 +195,11 @@ class LiveView:
                 self.changed.add(host)
             elif kind == "runner_on_failed" and not data.get("ignore_errors"):
                 self.failed.add(host)
-                msg = redact(res).get("msg") if isinstance(res, dict) else None
-                if isinstance(res, dict) and "censored" in res:
-                    msg = "(output hidden: no_log)"
+                msg = failure_message(res)
                 self.failures.setdefault(host, []).append({"task": data.get("task"), "msg": msg})
-                self.line("[%s] FAILED %s: %s: %s" % (self.elapsed(), host, data.get("task"),
-                                                      str(msg or "")[:200]))
+                if is_preflight(data):
+                    self.preflight_failed.add(host)
+                self.line("[%s] FAILED %s: %s: %s" % (self.elapsed(), host, data.get("task"), msg or ""))
             elif kind == "runner_on_unreachable":
                 self.unreachable.add(host)
                 msg = res.get("msg") if isinstance(res, dict) else None
@@ -210,6 +210,37 @@ class LiveView:
             return True
         self.status()
         return True
+
+
+def failure_message(res: Any) -> str | None:
+    """The whole message of a failed task; for a loop, each failed item's message after its label."""
+    if not isinstance(res, dict):
+        return None
+    if "censored" in res:
+        return "(output hidden: no_log)"
+    items = [item for item in res.get("results") or [] if isinstance(item, dict) and item.get("failed")]
+    if not items:
+        return redact(res).get("msg")
+    lines = []
+    for item in items:
+        label = redact(item.get("_ansible_item_label", item.get("item")))
+        hidden = "censored" in item or item.get("_ansible_no_log")
+        text = "(output hidden: no_log)" if hidden else redact(item).get("msg")
+        lines.append("%s: %s" % (label, text))
+    return "%d item(s) failed: %s" % (len(items), "; ".join(lines))
+
+
+# Where a failure means "stopped before any change": the preflight role, each role's tasks/preflight.yml (input
+# checks) and the checks that playbooks run before they touch a node (tasks named "..., checked before any node is
+# touched").
+PREFLIGHT_MARK = "checked before any node is touched"
+
+
+def is_preflight(data: dict) -> bool:
+    role = str(data.get("role") or "")
+    path = str(data.get("task_path") or "")
+    return (role.rsplit(".", 1)[-1] == "preflight" or "/roles/preflight/" in path or "/tasks/preflight.yml:" in path
+            or PREFLIGHT_MARK in str(data.get("task") or ""))
 
 
 def per_host_stats(stats: dict | None) -> dict[str, dict[str, int]]:
@@ -410,6 +441,9 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     unreachable = any(s.get("unreachable") for s in (summary.get("stats") or {}).values())
     if unreachable:
         code = EXIT_UNREACHABLE
+    elif view is not None and view.preflight_failed and not view.changed:
+        code = EXIT_USAGE  # preflight or an input check stopped every host before any change
+        summary["preflight_failed"] = sorted(view.preflight_failed)
     elif rc_playbook != 0 or (rc_suite not in (None, 0)):
         code = EXIT_FAILED
     else:
@@ -423,7 +457,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
 
     paths = write_report(run_dir, args.previous)
     out.write(paths["md"].read_text(encoding="utf-8"))
-    out.write("exit code %d (%s)\n" % (code, {0: "ok", 1: "failures", 3: "hosts unreachable"}[code]))
+    out.write("exit code %d (%s)\n" % (code, {0: "ok", 1: "failures", 2: "preflight: nothing changed",
+                                                  3: "hosts unreachable"}[code]))
     out.write("%s\n" % paths["html"])
     out.flush()
     return code

@@ -31,10 +31,18 @@ def test_filter_choices_follow_the_modules():
 
 def test_main_only_includes_tagged_phases():
     tasks = _load("tasks", "main.yml")
-    assert [t["ansible.builtin.import_tasks"] for t in tasks] == ["pairing.yml", "facts.yml"]
-    for task in tasks:
+    assert [t["ansible.builtin.import_tasks"] for t in tasks] == ["pairing.yml", "inputs.yml", "facts.yml", "gate.yml"]
+    for task in tasks[:3]:
         assert set(task) == {"name", "ansible.builtin.import_tasks", "when", "tags"}
         assert "preflight" in task["tags"]
+    # the gate runs whatever the tags: one host's problem stops every host
+    assert tasks[3]["tags"] == ["always"] and "when" not in tasks[3]
+
+
+def test_gate_stops_every_host():
+    (gate,) = _load("tasks", "gate.yml")
+    assert gate["any_errors_fatal"] is True and gate["run_once"] is True
+    assert "ansible_play_hosts_all | difference(ansible_play_hosts)" in gate["ansible.builtin.assert"]["that"]
 
 
 def test_facts_phase_sets_both_facts_and_gpu_info_only_on_gpu_hosts():
@@ -53,3 +61,9 @@ def test_playbook_publishes_the_facts_under_the_collection_names():
                  for t in play["post_tasks"]}
     assert published == {"bluefleet_dpu_info": {"bluefleet_dpu_info": "{{ preflight_dpu_info }}"},
                          "bluefleet_gpu_info": {"bluefleet_gpu_info": "{{ preflight_gpu_info }}"}}
+
+
+def test_inputs_phase_covers_every_other_role():
+    defaults = _load("defaults", "main.yml")
+    roles = sorted(p.name for p in ROLE.parent.iterdir() if (p / "meta" / "argument_specs.yml").exists())
+    assert sorted(defaults["preflight_input_roles"]) == sorted(set(roles) - {"preflight"})

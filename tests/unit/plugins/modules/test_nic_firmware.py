@@ -322,3 +322,15 @@ def test_unreadable_card_query_fails_with_the_tool_text(monkeypatch, capsys, ima
     assert result["failed"] is True
     assert result["msg"] == ("query firmware of %s with flint failed: -E- Cannot open Device: %s. No such file or "
                              "directory" % (DEV, DEV))
+
+
+def test_image_of_another_generation_is_refused_without_psid_advice(monkeypatch, capsys, image):
+    """A BlueField-2 image (24.x, PSID MT_0000000539 of the bluefield2 profile) on a BlueField-3 (32.x)."""
+    bf2 = IMAGE_Q.replace("32.43.1014", "24.42.1000").replace("MT_0000000998", "MT_0000000539")
+    result = run(monkeypatch, capsys, {"device": DEV, "image": image, "allow_psid_change": True},
+                 [img_q(image, bf2), card_q()])
+    assert result["failed"] is True
+    assert "made for another device generation (firmware 24.x)" in result["msg"]
+    assert "use the image made for this card (32.x)" in result["msg"]
+    assert "set allow_psid_change" not in result["msg"]
+    assert len(result["cmd"]) == 2  # refused before any burn

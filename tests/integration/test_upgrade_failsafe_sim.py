@@ -1,0 +1,126 @@
+"""playbooks/upgrade.yml fails safe: a failure at any step leaves the host restriction as it found it.
+
+One 1-pair sim fleet per failure point (so the cases run apart under pytest-xdist). The DPU's host is restricted
+with a non-default flag (disable_tracer), the upgrade asks for new NIC firmware, and one fault makes one step fail:
+the run fails, the message names the node, the step and what to do, and the restriction (level and flags, current
+and pending) equals what it was before the run. Where the fault can be cleared, a re-run converges.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from conftest import BIN, make_sim_inventory, run_playbook, twin_state
+
+OLD_FW = "32.41.1000"
+NEW_FW = "32.43.1014"
+DPU = "sim01-dpu"
+MST = "/dev/mst/mt41692_pciconf0"
+
+
+def dpusim(*argv):
+    proc = subprocess.run([str(BIN / "dpusim"), *argv], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, "dpusim %s: %s%s" % (" ".join(argv), proc.stdout, proc.stderr)
+    return proc.stdout
+
+
+def restriction(root):
+    priv = twin_state(root)["cards"][0]["privhost"]
+    return {"level": priv["level"], "flags": dict(priv.get("current") or {}, **(priv.get("pending") or {}))}
+
+
+@pytest.fixture
+def fleet(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPUSIM_TIME_SCALE", "0")
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=1)
+    image = tmp_path / "fw.bin"
+    dpusim("make-image", "--kind", "nic-fw", "--profile", "bluefield3", "--version", NEW_FW, "-o", str(image))
+    run_playbook("playbooks/upgrade.yml", inventory, "--list-hosts")  # the inventory plugin creates the twins
+    root = inventory.parent / "state" / DPU
+    proc = subprocess.run([str(root / "bin" / "mlxprivhost"), "-d", MST, "r", "--disable_tracer"], check=True,
+                          timeout=60, capture_output=True, text=True, env=dict(os.environ, DPUSIM_ROOT=str(root)))
+    assert proc.returncode == 0
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps({"firmware_nic_image": str(image), "firmware_nic_version": NEW_FW,
+                                 "bluefleet_state_dir": str(tmp_path / "records")}))
+    return {"dir": tmp_path, "inventory": inventory, "root": root, "extra": "@%s" % extra}
+
+
+def upgrade(fleet, *args, check=True):
+    return run_playbook("playbooks/upgrade.yml", fleet["inventory"], "-e", fleet["extra"], *args, check=check)
+
+
+def failure(run):
+    msgs = [e["event_data"]["res"].get("msg", "") for e in run["events"]
+            if e.get("event") == "runner_on_failed" and not e["event_data"].get("ignore_errors")
+            and e["event_data"].get("host") == DPU]
+    assert msgs, run["stdout"][-3000:]
+    return msgs[-1]
+
+
+def _state_dir_is_a_file(fleet):
+    blocker = fleet["dir"] / "not-a-dir"
+    blocker.write_text("x")
+    path = fleet["dir"] / "extra-state.json"
+    path.write_text(json.dumps({"bluefleet_state_dir": str(blocker / "records")}))
+    return ["-e", "@%s" % path]
+
+
+def fault(*argv):
+    return lambda f: dpusim("--root", str(f["root"]), "fault", *argv)
+
+
+# step -> (how to break it, how to clear it, words the failure message must carry)
+CASES = {
+    "read versions": (fault("set", "device_missing"), fault("clear"),
+                      ["upgrade failed at 'The node has a card", "no BlueField or ConnectX card found",
+                       "host restriction unchanged"]),
+    "record versions": (_state_dir_is_a_file, None, ["upgrade failed at 'The state directory exists", "not-a-dir",
+                                                     "host restriction restored as before"]),
+    "firmware plan": (fault("set", "garbage_output", "--tool", "mlxconfig"),
+                      fault("clear"),
+                      ["upgrade failed at 'Plan the NV configuration", "host restriction restored as before",
+                       "Node state now", "run the playbook again"]),
+    "firmware burn": (fault("set", "interrupted_burn"),
+                      None,  # the twin clears an interrupted burn itself: the re-run burns again
+                      ["upgrade failed at 'Burn the NIC firmware", "host restriction restored as before",
+                       "NIC firmware running %s" % OLD_FW]),
+    "health gate": (fault("set", "garbage_output", "--tool", "rdma"),
+                    fault("clear"),
+                    ["upgrade failed at 'Health gate, read the links", "host restriction restored as before",
+                     "NIC firmware running %s" % NEW_FW]),
+}
+
+
+# The re-run after clearing the fault, for the faults that leave the node half way (the others fail before any
+# write; tests/integration/test_fault_matrix_sim.py re-runs every fault kind). Each run costs seconds of ansible.
+CONVERGE = ("firmware burn", "health gate")
+
+
+@pytest.mark.parametrize("step", sorted(CASES))
+def test_a_failure_at_any_step_restores_the_restriction(fleet, step):
+    inject, clear, words = CASES[step]
+    before = restriction(fleet["root"])
+    assert before["level"] == "RESTRICTED" and before["flags"]["disable_tracer"] is True
+    extra = inject(fleet)
+    extra = extra if isinstance(extra, list) else []
+    run = upgrade(fleet, *extra, check=False)
+    assert run["rc"] != 0, "the upgrade passed with the fault %r" % step
+    if step == "read versions":
+        # the card is gone: the restriction cannot be read, so compare once the card is back
+        clear(fleet)
+    assert restriction(fleet["root"]) == before, "restriction changed by a failure at %r" % step
+    msg = failure(run)
+    assert msg.startswith("sim01-dpu: upgrade failed at '"), msg
+    for word in words:
+        assert word in msg, "%r not in the failure message: %s" % (word, msg)
+    if step not in CONVERGE:
+        return
+    if step != "read versions" and clear is not None:
+        clear(fleet)
+    again = upgrade(fleet)  # the cause is gone (or clears itself): the re-run converges
+    assert twin_state(fleet["root"])["cards"][0]["firmware"]["running"]["version"] == NEW_FW, again["stdout"][-2000:]
+    assert restriction(fleet["root"]) == before
