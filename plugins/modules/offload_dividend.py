@@ -182,6 +182,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 )
 
 LABEL = "measure the offload dividend"
+REFUSED_RETRIES = 15
 NOT_MEASURABLE = ("not measurable on a twin: %s does not exist, so this host has no CPU accounting to read "
                   "(a device twin moves no real bytes; run the measurement on real hosts or the container lab)")
 
@@ -258,7 +259,13 @@ def measure(runner, params):
     out["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     before = reader.sample()
     # the sending end stops at the timeout; the receiving end's own --idle-timeout ends it, plus a margin
-    result = runner.run(iperf_argv(params), timeout=params["timeout"] + (0 if params["server"] else 30))
+    for _ in range(REFUSED_RETRIES if params["server"] else 1):
+        # the sending end starts the moment its task runs: give the receiving end's iperf3 time to listen
+        result = runner.run(iperf_argv(params), timeout=params["timeout"] + (0 if params["server"] else 30))
+        if "Connection refused" not in result.stdout:
+            break
+        time.sleep(1)
+        before = reader.sample()
     after = reader.sample()
     what = "%s: iperf3 %s %s" % (LABEL, "to " + params["server"] if params["server"] else "server", params["path"])
     if result.timed_out:
