@@ -208,6 +208,14 @@ def _run(runner, argv, what, result_ok=None):
     return result
 
 
+def removal_plan(params, parts, state):
+    """What ``remove`` takes away, in its words and order."""
+    plan = ["charon (pid %d)" % parts["charon_pid"]] if parts["charon_pid"] else []
+    plan += ["link %s" % ((state or {}).get("device") or params["device"])] if parts["device"] else []
+    plan += ["address %s on lo" % a for a in parts["addresses"] if a.endswith("/32")]
+    return plan + ([params["workdir"]] if os.path.isdir(params["workdir"]) else [])
+
+
 def remove(runner, params, parts, state):
     removed = []
     if parts["charon_pid"]:
@@ -330,11 +338,10 @@ def tunnel(runner, params):
     before = present_parts(runner, params, state)
     out = {"changed": False, "removed": [], "tunnel": before}
     if params["state"] == "absent":
-        leftovers = [k for k in ("charon_pid", "device", "addresses") if before[k]]
         if state is None and not before["device"]:
             return out
         out["changed"] = True
-        out["removed"] = leftovers or [params["workdir"]]
+        out["removed"] = removal_plan(params, before, state)
         if not runner.check_mode:
             out["removed"] = remove(runner, params, before, state)
     else:
