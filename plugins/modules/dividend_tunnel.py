@@ -11,8 +11,9 @@ version_added: 0.1.0
 description:
   - With O(state=present) the host itself encrypts and encapsulates its traffic to one peer, the work the DPU
     does on the DPU path - a private strongSwan C(charon) (IKEv2 with a pre-shared key, ESP in tunnel mode,
-    userspace ESP with C(kernel-libipsec)) between the two hosts' own addresses, and a kernel VXLAN device whose
-    underlay is carried by that SA.
+    userspace ESP with C(kernel-libipsec), ESP in UDP port 4500) between the two hosts' own addresses, and a
+    kernel VXLAN device whose underlay is carried by that SA. A firewall between the hosts must pass UDP 500 and
+    4500 (the DPU firewall role's default does).
   - The tunnel's inner addresses are link-local (O(inner_local) / O(inner_peer) on C(lo), O(overlay_local) on
     the VXLAN device); nothing else on the host is touched. charon runs with its own configuration, vici socket
     and PID under O(workdir), installs no routing rule or table (the one route it needs is added by the module
@@ -248,14 +249,14 @@ def strongswan_conf(params):
     return ("# written by bluefleet.dpu.dividend_tunnel; removed with state=absent\n"
             "include /etc/strongswan.conf\n"
             "charon {\n  install_routes = no\n  routing_table = 0\n  install_virtual_ip = no\n"
-            "  plugins {\n    kernel-libipsec {\n      load = yes\n      raw_esp = yes\n    }\n"
+            "  plugins {\n    kernel-libipsec {\n      load = yes\n      raw_esp = no\n    }\n"
             "    vici {\n      socket = unix://%s\n    }\n  }\n}\n"
             "charon-systemd {\n  journal {\n    default = -1\n  }\n}\n" % sock)
 
 
 def swanctl_conf(params):
     return ("connections {\n  %(c)s {\n    version = 2\n    local_addrs = %(l)s\n    remote_addrs = %(r)s\n"
-            "    encap = no\n    local {\n      auth = psk\n      id = %(l)s\n    }\n"
+            "    encap = yes\n    local {\n      auth = psk\n      id = %(l)s\n    }\n"
             "    remote {\n      auth = psk\n      id = %(r)s\n    }\n    children {\n      %(c)s {\n"
             "        local_ts = %(il)s/32\n        remote_ts = %(ip)s/32\n        mode = tunnel\n"
             "        esp_proposals = aes256gcm16\n        start_action = none\n      }\n    }\n  }\n}\n"

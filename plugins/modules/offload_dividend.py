@@ -32,9 +32,9 @@ options:
     description: Local address to bind (C(iperf3 -B)); picks the path on hosts with more than one.
     type: str
   port:
-    description: TCP port of the iperf3 server (C(-p)); both ends use the same.
+    description: TCP port of the iperf3 server (C(-p)); both ends use the same (the DPU firewall's default passes 5201).
     type: int
-    default: 5301
+    default: 5201
   size_mb:
     description: MiB to send (C(-n)); bounds the transfer in bytes. The sending end uses it.
     type: int
@@ -302,7 +302,7 @@ def argument_spec():
     return {
         "server": {"type": "str"},
         "bind": {"type": "str"},
-        "port": {"type": "int", "default": 5301},
+        "port": {"type": "int", "default": 5201},
         "size_mb": {"type": "int", "default": 256},
         "path": {"type": "str", "choices": ["dpu", "host"], "default": "dpu"},
         "pair": {"type": "str", "default": ""},

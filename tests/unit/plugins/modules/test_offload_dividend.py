@@ -19,7 +19,7 @@ CGROUP = fixture_text("proc-cgroup", "docker-cgroup-v1")
 GROUP = "docker/f1adb65699e5a4c07d56b6f90fb376d95d6b3adf8431ba97376dc18e4f96683f"
 REPORT = fixture_text("iperf3-json", "iperf-3.18-tcp-50M")
 REFUSED = fixture_text("iperf3-json", "iperf-3.18-connection-refused")
-CLIENT = ["iperf3", "--json", "-p", "5301", "-c", "10.10.0.2", "-n", "256M", "--connect-timeout", "30000"]
+CLIENT = ["iperf3", "--json", "-p", "5201", "-c", "10.10.0.2", "-n", "256M", "--connect-timeout", "30000"]
 VERSION = ("iperf3", "--version")
 
 
@@ -84,7 +84,7 @@ def test_machine_host_counts_proc_stat(run_module, tmp_path):
 
 def test_receiving_end_argv(run_module, tmp_path):
     root = host(tmp_path)
-    server = ["iperf3", "--json", "-p", "5301", "-s", "-1", "--idle-timeout", "120", "-B", "169.254.22.2"]
+    server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-B", "169.254.22.2"]
     runner = Transfer({tuple(server): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
     failed, res = run_module(offload_dividend, {"fs_root": str(root), "bind": "169.254.22.2", "path": "host"}, runner)
     assert not failed, res
