@@ -135,7 +135,6 @@ cmd:
 import json
 import os
 import signal
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -280,26 +279,25 @@ def build(runner, params, state):
     if charon is None:
         raise ToolError("%s failed: no charon (%s): install strongSwan (charon-systemd or strongswan-charon)"
                         % (LABEL, ", ".join(CHARONS)))
+    swanctl = ToolRunner(timeout=params["timeout"], environ=env)
+    swanctl.cmd = runner.cmd
     write_state(params, state)
     _write_private(os.path.join(workdir, "strongswan.conf"), strongswan_conf(params))
     _write_private(os.path.join(workdir, "swanctl.conf"), swanctl_conf(params))
     if not state.get("charon_pid") or not _is_charon(state["charon_pid"]):
-        with open(os.path.join(workdir, "charon.log"), "ab") as log:
-            proc = subprocess.Popen([charon], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    start_new_session=True, close_fds=True)
-        state["charon_pid"] = proc.pid
+        # charon in its own session, detached from this module (it outlives it until state=absent)
+        started = _run(swanctl, ["sh", "-c", 'setsid "$0" >>"$1" 2>&1 </dev/null & echo $!', charon,
+                                 os.path.join(workdir, "charon.log")], "start " + charon)
+        state["charon_pid"] = int(started.stdout.strip())
         write_state(params, state)
-        runner.cmd.append([charon])
         sock = os.path.join(workdir, "charon.vici")
         for _ in range(params["timeout"] * 10):
-            if os.path.exists(sock) or proc.poll() is not None:
+            if os.path.exists(sock) or not os.path.exists("/proc/%d" % state["charon_pid"]):
                 break
             time.sleep(0.1)
         if not os.path.exists(sock):
             raise ToolError("%s failed: charon did not open its vici socket %s (see %s/charon.log)"
                             % (LABEL, sock, workdir))
-    swanctl = ToolRunner(timeout=params["timeout"], environ=env)
-    swanctl.cmd = runner.cmd
     _run(swanctl, ["swanctl", "--load-all", "--noprompt", "--uri", uri, "--file",
                    os.path.join(workdir, "swanctl.conf")], "load the connection into charon")
     for address, dev in (("%s/32" % params["inner_local"], "lo"),):

@@ -32,7 +32,8 @@ options:
     description: Local address to bind (C(iperf3 -B)); picks the path on hosts with more than one.
     type: str
   port:
-    description: TCP port of the iperf3 server (C(-p)); both ends use the same (the DPU firewall's default passes 5201).
+    description: >-
+      TCP port of the iperf3 server (C(-p)); both ends use the same. The DPU firewall's default passes 5201.
     type: int
     default: 5201
   size_mb:
@@ -149,7 +150,7 @@ cmd:
   type: list
   elements: list
 tool_version:
-  description: First line of C(iperf3 --version), or null (not measurable: iperf3 is not run).
+  description: First line of C(iperf3 --version), or null (not measurable, so iperf3 is not run).
   returned: always
   type: str
 """
