@@ -377,7 +377,8 @@ def _run_args(topo: Topology, pair: Pair, role: str, image: str) -> list[str]:
             "--label", f"bluefleet.role={role}", "--cap-add", "NET_ADMIN", *SYSTEMD_RUN_ARGS,
             "-v", f"{pair.volume}:{CARD_MOUNT}"]
     if role == "host":
-        args += ["--network", "none"]
+        # /dev/net/tun: the offload-dividend comparison tunnel (strongSwan's userspace ESP) runs on the host
+        args += ["--device", "/dev/net/tun", "--network", "none"]
     else:
         args += ["--device", "/dev/net/tun", "--network", topo.fabric, "--ip", topo.uplink_ip(pair)]
     return [*args, image]

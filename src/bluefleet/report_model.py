@@ -357,4 +357,7 @@ def build_model(run_dir: Path, previous_dir: Path | None = None) -> dict:
         previous_dir = previous_run(run_dir)
     previous = load_json(Path(previous_dir) / "report.json", "the previous report") if previous_dir else None
     model["drift"] = drift(model, previous, str(previous_dir) if previous_dir else None)
+    from bluefleet.report_dividend import dividend_section
+
+    model["dividend"] = redact(dividend_section(run_dir))
     return model

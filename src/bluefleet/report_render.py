@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 import json
 
+from bluefleet import report_dividend
+
 SYMBOL = {"passed": "✓", "changed": "~", "failed": "✗", "error": "!", "unreachable": "⊘", "skipped": "–",
           "not_applicable": "N/A", "absent": ""}
 LABEL = {"not_applicable": "N/A"}  # how a status is written for people (counts, legend, Markdown)
@@ -137,6 +139,8 @@ def render_html(model: dict) -> str:
         items += ["<li>host removed: %s</li>" % _e(h) for h in d["hosts_removed"]]
         out.append('<ul id="drift-list">%s</ul>' % "".join(items) if items else "<p>nothing changed</p>")
 
+    out.append(report_dividend.html(model.get("dividend"), _e))
+
     # versions
     versions = model["versions"]
     out.append('<h2>Versions</h2><table id="versions"><thead><tr><th class="host">host</th>%s</tr></thead><tbody>'
@@ -245,6 +249,7 @@ def render_markdown(model: dict, html_path: str | None = None) -> str:
         changes += ["- host added: %s" % h for h in d["hosts_added"]]
         changes += ["- host removed: %s" % h for h in d["hosts_removed"]]
         lines += (changes or ["nothing changed"]) + [""]
+    lines += report_dividend.markdown(model.get("dividend"))
     if html_path:
         lines += ["report: %s" % html_path, ""]
     return "\n".join(lines)

@@ -356,6 +356,9 @@ def parse_args(argv: list[str], root: Path) -> argparse.Namespace:
     parser.add_argument("--limit", default=None, help="Ansible host pattern")
     parser.add_argument("--check", action="store_true", help="check mode (--check --diff); the suite still runs")
     parser.add_argument("-e", "--extra-vars", action="append", default=[], help="passed to ansible-playbook")
+    parser.add_argument("--tags", default=None,
+                        help="run only the plays/tasks with these tags (ansible-playbook --tags), e.g. "
+                             "--stage fabric_benchmark --tags dividend")
     parser.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/<UTC timestamp>)")
     parser.add_argument("--previous", type=Path, default=None, help="run folder to compare with (drift)")
     parser.add_argument("--no-validate", action="store_true", help="skip the conformance suite")
@@ -412,6 +415,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         cmdline = ["-e", "bluefleet_validate=false"]  # the suite runs below, with evidence
         for extra in args.extra_vars:
             cmdline += ["-e", extra]
+        if args.tags:
+            cmdline += ["--tags", args.tags]
         if args.check:
             cmdline += ["--check", "--diff"]
         view = LiveView(out, len(hosts), args.stage, names=set(hosts))

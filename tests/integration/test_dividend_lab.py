@@ -1,0 +1,115 @@
+"""The offload dividend measured in the container lab (real transfers, real cgroup CPU accounting).
+
+Marked ``docker`` like test_lab.py: with no Docker engine these tests FAIL with a message saying how to start one.
+The lab prefix ``bfdv`` (or ``BLUEFLEET_DIVIDEND_LAB``) keeps them apart from the demo (``bf``), test_lab
+(``bft``) and Molecule (``mol``). The module-scoped fixture brings the lab up and converges the data path the
+measurement needs (IPsec between the DPUs, OVS, the hosts' overlay end, the DPU firewall) and takes the lab down
+at the end. Run time on a 2-core machine under load: about 10 minutes, most of it the converge.
+
+1. Through the DPU path the GPU hosts' cgroups spend less CPU per GB than through the tunnel they build
+   themselves; the report's section shows both and the ratio.
+2. A measurement killed half way (SIGKILL of ansible-playbook while the comparison tunnel is up) leaves the
+   tunnel behind; the next run removes it first and leaves each host exactly as it was before the first.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ansible_env, run_playbook
+
+from bluefleet import lab_images, lab_wiring
+from bluefleet.report_dividend import dividend_section
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+PREFIX = os.environ.get("BLUEFLEET_DIVIDEND_LAB", "bfdv")
+HOSTS = ("%s-node1" % PREFIX, "%s-node2" % PREFIX)
+DATA_PATH_TAGS = "ipsec,ovs,host_overlay,firewall"
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    try:
+        lab_images.require_docker()
+    except lab_images.LabError as exc:
+        pytest.fail("the lab tests need a Docker engine: %s" % exc)
+    if os.geteuid() != 0:
+        pytest.fail("the lab tests need root (veths are made by container PID): run them as root")
+    work = tmp_path_factory.mktemp("dividend")
+    inventory = work / "inventory.yml"
+    up = subprocess.run([str(BIN / "bluefleet"), "lab", "up", "--prefix", PREFIX, "--inventory", str(inventory)],
+                        capture_output=True, text=True, timeout=1200, check=False, cwd=ROOT)
+    assert up.returncode == 0, "bluefleet lab up failed:\n%s%s" % (up.stdout, up.stderr)
+    run_playbook("playbooks/offload.yml", inventory, "--tags", DATA_PATH_TAGS)
+    yield inventory
+    if PREFIX == "bfdv":
+        lab_wiring.teardown(PREFIX)
+
+
+def host_snapshot(container: str) -> dict[str, str]:
+    """What the measurement must leave as it found it: addresses, links, rules, routes, IKE daemons, its folder."""
+    out = {}
+    for key, cmd in (("addr", "ip -o addr show"), ("link", "ip -o link show | sed 's/ state .*//'"),
+                     ("rule", "ip rule show"), ("route", "ip route show table all"),
+                     ("charon", "pgrep -a charon || true"), ("workdir", "ls -a /run/bluefleet-dividend 2>&1 || true")):
+        proc = subprocess.run(["docker", "exec", container, "sh", "-c", cmd], capture_output=True, text=True,
+                              timeout=30, check=True)
+        out[key] = proc.stdout
+    return out
+
+
+def _section(run_dir: Path, runner_dir: Path):
+    (run_dir / "runner").mkdir(parents=True)
+    (run_dir / "runner" / "artifacts").symlink_to(runner_dir / "artifacts")
+    return dividend_section(run_dir)
+
+
+def test_dpu_path_costs_the_hosts_less_cpu_per_gb(lab, tmp_path):
+    before = {h: host_snapshot(h) for h in HOSTS}
+    run = run_playbook("playbooks/fabric_benchmark.yml", lab, "--tags", "dividend",
+                       "-e", "offload_dividend_size_mb=32", "-e", "offload_dividend_timeout=180")
+    runner_dir = max(lab.parent.glob("runner-*"), key=lambda p: p.stat().st_mtime)
+    section = _section(tmp_path / "run", runner_dir)
+    (pair,) = section["pairs"]
+    assert pair["pair"] == "%s->%s" % HOSTS
+    assert pair["dpu"]["source"] == "cgroup-v1" and pair["dpu"]["bytes"] == 32 * 1048576
+    assert pair["host"]["bytes"] == 32 * 1048576
+    assert pair["dpu"]["cpu_s_per_gb"] < pair["host"]["cpu_s_per_gb"], pair
+    assert pair["ratio"] > 1 and section["fleet"]["ratio"] == pair["ratio"]
+    assert "CPU-s/GB through the host" in run["stdout"]
+    assert {h: host_snapshot(h) for h in HOSTS} == before, "the measurement left something on a host"
+
+
+def test_killed_half_way_the_next_run_cleans_up(lab):
+    before = {h: host_snapshot(h) for h in HOSTS}
+    argv = [str(BIN / "ansible-playbook"), "-i", str(lab), "playbooks/fabric_benchmark.yml", "--tags", "dividend",
+            "-e", "offload_dividend_size_mb=256", "-e", "offload_dividend_timeout=300"]
+    proc = subprocess.Popen(argv, cwd=ROOT, env=ansible_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        # until the receiving end's tunnel is up: the sending end is then negotiating, no host-path iperf3 runs yet
+        while time.monotonic() < deadline:
+            if "bfdiv0" in host_snapshot(HOSTS[1])["link"] and proc.poll() is None:
+                break
+            assert proc.poll() is None, "the measurement ended before its tunnel was up"
+            time.sleep(1)
+        else:
+            pytest.fail("the comparison tunnel never came up")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    left = host_snapshot(HOSTS[1])
+    assert "bfdiv0" in left["link"] and "charon" in left["charon"], "nothing was left to clean up: a vacuous test"
+    # the next run: its first task removes the leftovers, then it measures and removes its own tunnel
+    run_playbook("playbooks/fabric_benchmark.yml", lab, "--tags", "dividend", "-e", "offload_dividend_size_mb=16")
+    after = {h: host_snapshot(h) for h in HOSTS}
+    assert after == before, "the host is not as it was before the killed run"

@@ -1,0 +1,138 @@
+"""offload_dividend: the twin's "not measurable", the CPU source it picks, the figures, failures, check mode.
+
+The host is a folder standing for ``/`` (``fs_root``) holding the real files the lab's GPU-host container shows:
+``/proc/1/cgroup`` (proc-cgroup/docker-cgroup-v1), ``/proc/stat`` and the container's ``cpuacct.usage`` before and
+after a 50 MiB iperf3 loopback transfer, whose real ``iperf3 --json`` report the fake runner answers.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.bluefleet.dpu.plugins.modules import offload_dividend
+from fake_tools import FakeRunner, fixture_text
+
+CGROUP = fixture_text("proc-cgroup", "docker-cgroup-v1")
+GROUP = "docker/f1adb65699e5a4c07d56b6f90fb376d95d6b3adf8431ba97376dc18e4f96683f"
+REPORT = fixture_text("iperf3-json", "iperf-3.18-tcp-50M")
+REFUSED = fixture_text("iperf3-json", "iperf-3.18-connection-refused")
+CLIENT = ["iperf3", "--json", "-p", "5201", "-c", "10.10.0.2", "-n", "256M", "--connect-timeout", "30000"]
+VERSION = ("iperf3", "--version")
+
+
+def host(tmp_path, container=True):
+    (tmp_path / "proc/1").mkdir(parents=True)
+    (tmp_path / "proc/stat").write_text(fixture_text("proc-stat", "vm-2cpu-kernel-6.18"))
+    (tmp_path / "proc/1/cgroup").write_text(CGROUP if container else "0::/init.scope\n")
+    usage = tmp_path / "sys/fs/cgroup/cpuacct" / GROUP / "cpuacct.usage"
+    usage.parent.mkdir(parents=True)
+    usage.write_text(fixture_text("cpuacct-usage", "docker-container"))
+    return tmp_path
+
+
+class Transfer(FakeRunner):
+    """Answers like FakeRunner; the transfer itself moves the host's counters to the 'after' samples."""
+
+    def __init__(self, answers, root):
+        super().__init__(answers)
+        self.root = root
+
+    def run(self, argv, timeout=None):
+        if argv[0] == "iperf3" and "--version" not in argv:
+            (self.root / "proc/stat").write_text(fixture_text("proc-stat", "vm-2cpu-kernel-6.18-after-50M"))
+            (self.root / "sys/fs/cgroup/cpuacct" / GROUP / "cpuacct.usage").write_text(
+                fixture_text("cpuacct-usage", "docker-container-after-50M"))
+        return super().run(argv, timeout)
+
+
+def test_twin_is_not_measurable_and_runs_nothing(run_module, tmp_path):
+    runner = FakeRunner({})
+    failed, res = run_module(offload_dividend, {"server": "10.10.0.2", "fs_root": str(tmp_path)}, runner)
+    assert not failed, res
+    assert res["measurable"] is False and res["cpu_s_per_gb"] is None and res["transfer"] is None
+    assert "not measurable on a twin" in res["reason"] and str(tmp_path / "proc/stat") in res["reason"]
+    assert res["cmd"] == [] and not res["changed"]
+
+
+def test_container_host_counts_its_cgroup(run_module, tmp_path):
+    root = host(tmp_path)
+    runner = Transfer({tuple(CLIENT): (0, REPORT, ""), VERSION: (0, "iperf 3.18 (cJSON 1.7.15)\n", "")}, root)
+    failed, res = run_module(offload_dividend, {"server": "10.10.0.2", "fs_root": str(root), "pair": "a->b"}, runner)
+    assert not failed, res
+    assert res["cmd"] == [CLIENT, list(VERSION)]
+    assert res["measurable"] and res["role"] == "client" and res["path"] == "dpu" and res["pair"] == "a->b"
+    cpu = res["cpu"]
+    assert cpu["source"] == "cgroup-v1" and cpu["cgroup"] == "/" + GROUP
+    assert cpu["host_cpu_s"] == cpu["cgroup_cpu_s"] == pytest.approx(0.1992, abs=1e-4)
+    assert cpu["proc_stat"]["busy"] == pytest.approx(3.11)  # the whole VM: reported, not counted
+    assert res["transfer"]["bytes"] == 52428800 and res["transfer"]["retransmits"] == 2
+    assert res["cpu_s_per_gb"] == pytest.approx(0.199186 / 0.0524288, abs=1e-3)
+    assert res["tool_version"] == "iperf 3.18 (cJSON 1.7.15)"
+
+
+def test_machine_host_counts_proc_stat(run_module, tmp_path):
+    root = host(tmp_path, container=False)
+    runner = Transfer({tuple(CLIENT): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
+    failed, res = run_module(offload_dividend, {"server": "10.10.0.2", "fs_root": str(root)}, runner)
+    assert not failed, res
+    assert res["cpu"]["source"] == "proc-stat" and res["cpu"]["cgroup"] is None
+    assert res["cpu"]["host_cpu_s"] == pytest.approx(3.11)
+
+
+def test_receiving_end_argv(run_module, tmp_path):
+    root = host(tmp_path)
+    server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-B", "169.254.22.2"]
+    runner = Transfer({tuple(server): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
+    failed, res = run_module(offload_dividend, {"fs_root": str(root), "bind": "169.254.22.2", "path": "host"}, runner)
+    assert not failed, res
+    assert res["role"] == "server" and res["path"] == "host" and res["cmd"][0] == server
+
+
+def test_transfer_failure_names_the_error(run_module, tmp_path, monkeypatch):
+    monkeypatch.setattr(offload_dividend, "REFUSED_RETRIES", 2)
+    monkeypatch.setattr(offload_dividend.time, "sleep", lambda s: None)
+    root = host(tmp_path)
+    failed, res = run_module(offload_dividend, {"server": "10.10.0.2", "fs_root": str(root)},
+                             Transfer({tuple(CLIENT): (1, REFUSED, "")}, root))
+    assert failed
+    assert "Connection refused" in res["msg"] and "iperf3 to 10.10.0.2" in res["msg"]
+    assert res["cmd"] == [CLIENT, CLIENT]  # the receiving end may still be starting: retried
+
+
+def test_counters_reset_during_the_transfer_fail(run_module, tmp_path):
+    root = host(tmp_path)
+    usage = root / "sys/fs/cgroup/cpuacct" / GROUP / "cpuacct.usage"
+    usage.write_text(fixture_text("cpuacct-usage", "docker-container-after-50M"))
+
+    class Reset(Transfer):
+        def run(self, argv, timeout=None):
+            result = super().run(argv, timeout)
+            usage.write_text(fixture_text("cpuacct-usage", "docker-container"))
+            return result
+
+    failed, res = run_module(offload_dividend, {"server": "10.10.0.2", "fs_root": str(root)},
+                             Reset({tuple(CLIENT): (0, REPORT, "")}, root))
+    assert failed and "went backwards" in res["msg"]
+
+
+def test_bad_port_fails_before_anything_runs(run_module, tmp_path):
+    failed, res = run_module(offload_dividend, {"server": "x", "port": 0, "fs_root": str(host(tmp_path))},
+                             FakeRunner({}))
+    assert failed and "port must be 1..65535" in res["msg"] and res["cmd"] == []
+
+
+def test_check_mode_skips(monkeypatch, tmp_path):
+    seen = {}
+
+    def _exit_json(self, **kwargs):
+        seen.update(json.loads(json.dumps(kwargs)))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit_json)
+    monkeypatch.setattr(offload_dividend, "ToolRunner", lambda **kw: pytest.fail("a runner was built"))
+    with patch_module_args({"server": "10.10.0.2", "_ansible_check_mode": True}), pytest.raises(SystemExit):
+        offload_dividend.main()
+    assert seen.get("skipped") is True
