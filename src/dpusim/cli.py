@@ -13,6 +13,8 @@
     dpusim kubelet crash NAME [--stay-down] [--exit-code N]   a DOCA service's container dies
     dpusim kubelet metrics NAME      what the telemetry pod NAME's Prometheus endpoint answers now (no daemon)
     dpusim kubelet serve [--interval S]   the kubelet as a daemon: reconcile, run the stand-in processes (lab)
+    dpusim bmc serve --listen HOST:PORT [--user U --password P] [--tls] [--firmware 23.10|24.10]
+    dpusim bmc make-image --kind bmc-fw|erot-fw --version V [--corrupt] -o FILE
 """
 
 from __future__ import annotations
@@ -241,6 +243,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--stay-down", action="store_true", help="the kubelet does not restart it (crash loop)")
     s.add_argument("--exit-code", type=int, default=1)
     s.set_defaults(func=cmd_kubelet)
+    from dpusim.bmc import cli as bmc_cli
+    bmc_cli.add_parser(sub)
     s = sub.add_parser("tools", help="list tool names")
     s.set_defaults(func=cmd_tools)
     return p
