@@ -26,7 +26,8 @@ Behaviour modelled (flows: ../shared/corpus/redfish/README.md "Flows"):
   the staged BMC image. Chassis.Reset on Bluefield_ERoT activates a staged ERoT image; Chassis.Reset
   PowerCycle on Card1 power-cycles the card (staged NIC firmware activates, the reset the planner
   names for a BlueField in DPU mode); ComputerSystem.Reset restarts the Arm only.
-* Faults (``dpusim fault set``): bmc_unreachable, bmc_task_hangs, bmc_task_aborts.
+* Faults (``dpusim fault set``): bmc_unreachable, bmc_task_hangs (a task started meanwhile stays
+  Running at <= 40 % until the fault is cleared, then carries on), bmc_task_aborts.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ TASK_MSG_PREFIX = "TaskEvent.1.0.3"  # registry version served (Registries/TaskE
 UPDATE_MSG_PREFIX = "Update.1.0"     # as the BMC writes it in task messages (nvbmc-docs keep-alive example)
 RESOURCE_MSG_PREFIX = "ResourceEvent.1.3"
 # Image kinds a multipart push accepts, and the FirmwareInventory member each updates.
+MAX_BFB = 64 * 1024 * 1024  # twin BFBs are a few KiB; a real one would be streamed, not held
 PUSH_KINDS = {"bmc-fw": "BMC_Firmware", "erot-fw": "Bluefield_FW_ERoT", "nic-fw": "DPU_NIC"}
 
 
@@ -465,6 +467,7 @@ class Bmc:
             outcome = "ok"
         if faults.active(node, "bmc_task_aborts", card) is not None and outcome == "ok":
             outcome = "abort:apply"
+        after_hang = outcome
         if faults.active(node, "bmc_task_hangs", card) is not None:
             outcome = "hang"
         t = self._new_task(bmc, now, tree.V1 + "/UpdateService/update-multipart",
@@ -472,6 +475,7 @@ class Bmc:
                                "name": filename, "kind": kind, "version": img.get("version")},
                            scaled({"bmc-fw": "bmc", "erot-fw": "erot"}.get(kind or "", "nic")), outcome,
                            member or "UpdateFile")
+        t["outcome_after_hang"] = after_hang
         return self._accepted(t)
 
     def _simple_update(self, node: state.Node, card: state.Card, bmc: dict[str, Any], fw: str, body: bytes,
@@ -518,6 +522,7 @@ class Bmc:
             outcome = "abort:generation"
         if faults.active(node, "bmc_task_aborts", card) is not None and outcome == "ok":
             outcome = "abort:apply"
+        after_hang = outcome
         if faults.active(node, "bmc_task_hangs", card) is not None:
             outcome = "hang"
         size = int(img.get("bundle_size", images.BUNDLE_SIZE)) if img else images.BUNDLE_SIZE
@@ -526,28 +531,35 @@ class Bmc:
                            "bfb", {"name": name, "fields": {k: img.get(k) for k in
                                                             ("release", "doca", "nic_fw_version", "version")}},
                            transfer, outcome, "DPU_OS")
+        t["outcome_after_hang"] = after_hang
         return self._accepted(t)
 
     @staticmethod
     def _fetch_bfb(proto: str, image_uri: str) -> tuple[str, dict[str, Any]]:
-        """Fetch the BFB as the BMC does (ImageURI has no scheme: ``host:port//file``)."""
+        """Fetch the BFB as the BMC does (ImageURI has no scheme: ``host:port//file``).
+
+        A bf.cfg may follow the BFB in the same stream (dpu-update and bfb-install append it): the image
+        is checked over its own header and payload only; the rest is the configuration, never stored."""
         url = "%s://%s" % (proto.lower(), image_uri.split("://", 1)[-1])
         try:
             with urllib.request.urlopen(url, timeout=30) as resp:  # noqa: S310 (http/https only, scheme built above)
-                head = resp.read(1 << 16)
+                raw = resp.read(MAX_BFB)
         except (OSError, ValueError):
             return "abort:transfer", {}
+        end = raw.find(b"\n\n")
+        size = 0
+        if raw.startswith(images.MAGIC) and end > 0:
+            for line in raw[:end].decode("utf-8", errors="replace").splitlines():
+                if line.startswith("payload_size: ") and line[14:].strip().isdigit():
+                    size = int(line[14:].strip())
         with tempfile.NamedTemporaryFile(prefix="dpusim-bmc-", suffix=".bfb") as fh:
-            fh.write(head)
+            fh.write(raw[:end + 2 + size] if size else raw)
             fh.flush()
             try:
                 img = images.read_image(Path(fh.name))
             except images.ImageError:
                 return "abort:verify", {}
-        # Only the header is read (the payload check needs the whole file: read it when it is small).
-        if img.get("kind") != "bfb":
-            return "abort:verify", img
-        if int(img.get("payload_size", 0)) + 1024 <= len(head) and not img.get("intact"):
+        if img.get("kind") != "bfb" or not img.get("intact"):
             return "abort:verify", img
         return "ok", img
 
@@ -650,8 +662,13 @@ class Bmc:
         outcome = t["outcome"]
         name, target = t["image"]["name"], self._target_label(t)
         if outcome == "hang":
-            t["percent"] = min(40, int(100 * elapsed / t["duration"])) if t["duration"] else 40
-            return
+            if faults.active(node, "bmc_task_hangs", card) is not None:
+                t["percent"] = min(40, int(100 * elapsed / t["duration"])) if t["duration"] else 40
+                return
+            # fault cleared: the task carries on from where it stood
+            t["outcome"] = outcome = t.get("outcome_after_hang", "ok")
+            t["start"] = now - t["duration"] * t["percent"] / 100.0
+            elapsed = now - t["start"]
         if elapsed < t["duration"]:
             pct = int(100 * elapsed / t["duration"]) if t["duration"] else 0
             if pct // 20 > t["percent"] // 20 and t["kind"] == "bfb":

@@ -198,11 +198,15 @@ def test_fault_task_hangs_and_task_aborts(bmc, clock, tmp_path):
     clock.step(10_000)
     t = task(bmc, resp)
     assert t["TaskState"] == "Running" and t["PercentComplete"] == 40
+    assert push(bmc, image).code == 400  # it still owns the update service
     with state.open_node(bmc.root) as node:
         faults.clear_fault(node, "bmc_task_hangs")
-        node.cards[0].data["bmc"]["tasks"][-1]["state"] = "Cancelled"  # operator clears the stuck task
+    assert task(bmc, resp)["PercentComplete"] == 40  # cleared: it carries on from 40 % ...
+    clock.step(60)
+    assert task(bmc, resp)["TaskState"] == "Completed"  # ... and ends
+    with state.open_node(bmc.root) as node:
         faults.set_fault(node, "bmc_task_aborts", {})
-    resp = push(bmc, image)
+    resp = push(bmc, service.make_image("erot-fw", "00.02.0201.0000_n02", tmp_path / "f.fwpkg").read_bytes())
     clock.step(100)
     t = task(bmc, resp)
     assert t["TaskState"] == "Exception" and "ApplyFailed" in message_ids(t)
