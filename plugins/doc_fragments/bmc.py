@@ -10,7 +10,7 @@ options:
   bmc:
     description:
       - The BlueField-3 BMC to talk to (the inventory's C(bluefleet_bmc)).
-      - The module runs where the task runs; use C(delegate_to: localhost) to reach the BMC from the controller.
+      - The module runs where the task runs; use C(delegate_to=localhost) to reach the BMC from the controller.
     type: dict
     required: true
     suboptions:

@@ -56,7 +56,6 @@ DURATIONS = {"bmc": 300.0, "erot": 60.0, "nic": 240.0, "bmc_restart": 120.0, "bf
              "erot_copy": 60.0}
 TASK_MSG_PREFIX = "TaskEvent.1.0.3"  # registry version served (Registries/TaskEvent/TaskEvent)
 UPDATE_MSG_PREFIX = "Update.1.0"     # as the BMC writes it in task messages (nvbmc-docs keep-alive example)
-RESOURCE_MSG_PREFIX = "ResourceEvent.1.3"
 # Image kinds a multipart push accepts, and the FirmwareInventory member each updates.
 MAX_BFB = 64 * 1024 * 1024  # twin BFBs are a few KiB; a real one would be streamed, not held
 PUSH_KINDS = {"bmc-fw": "BMC_Firmware", "erot-fw": "Bluefield_FW_ERoT", "nic-fw": "DPU_NIC"}
@@ -318,6 +317,11 @@ class Bmc:
             tree.CARD + "/ResetActionInfo": lambda: tree.reset_action_info(tree.CARD + "/ResetActionInfo",
                                                                            tree.CARD_RESETS),
         }
+        privileges = {"HostPrivFwUpdate": "Disabled" if card.data.get("privhost", {}).get("level") == "RESTRICTED"
+                      else "Default"}
+        for uri, body in tree.auxiliary(fw, self.user, max(0.0, now - bmc.get("reset_at", now)), privileges).items():
+            res[uri] = (lambda body=body: body)
+        res[V1 + "/ServiceConditions"] = lambda: tree.service_conditions(self._conditions(bmc))
         for member in tree.inventory_members(fw):
             res[tree.FW_INV + "/" + member] = (lambda m=member: tree.software_inventory(fw, m, versions[m]))
         for t in bmc["tasks"]:
@@ -327,6 +331,18 @@ class Bmc:
             res[V1 + "/SessionService/Sessions/" + s] = (
                 lambda s=s, sess=sess: tree.session(s, sess["user"], sess["origin"], sess["token_id"]))
         return res
+
+    @staticmethod
+    def _conditions(bmc: dict[str, Any]) -> list[dict[str, Any]]:
+        """ServiceConditions: the Critical messages of the tasks that failed (as the BMC lists failed transfers)."""
+        out = []
+        for t in bmc["tasks"]:
+            for m in t["messages"]:
+                if m["MessageSeverity"] == "Critical" and not m["MessageId"].startswith(TASK_MSG_PREFIX):
+                    out.append({"Message": m["Message"], "MessageArgs": list(m["MessageArgs"]),
+                                "MessageId": m["MessageId"], "Severity": "Critical",
+                                "Timestamp": t.get("end_time") or t["start_time"]})
+        return out
 
     # ------------------------------------------------------------ card facts
     @staticmethod
@@ -579,9 +595,7 @@ class Bmc:
         return value
 
     def _success(self, fw: str) -> Response:
-        return Response(200, {"@Message.ExtendedInfo": [tree.message(tree.BASE_REGISTRY[fw], "Success",
-                                                                     "The request completed successfully.", [],
-                                                                     "OK", "None")]})
+        return Response(200, {"@Message.ExtendedInfo": [tree.base_message(fw, "Success", [])]})
 
     def _manager_reset(self, bmc: dict[str, Any], fw: str, body: bytes, now: float) -> Response:
         value = self._reset_type(fw, body, tree.MANAGER_RESETS)
@@ -648,6 +662,7 @@ class Bmc:
                 bmc["versions"]["bmc"] = bmc["staged"].pop("bmc")
             bmc["sessions"] = {}
             bmc["last_reset_time"] = iso(bmc["away_until"])
+            bmc["reset_at"] = bmc["away_until"]
         boot = bmc["boot"]
         while boot.get("steps") and boot["steps"][0][0] <= now:
             ts, last, oem = boot["steps"].pop(0)
@@ -689,7 +704,7 @@ class Bmc:
             return
         if outcome == "identical":
             detail = "Component image is identical"
-            t["messages"].append(tree.message(RESOURCE_MSG_PREFIX, "ResourceErrorsDetected",
+            t["messages"].append(tree.message(_resource_prefix(bmc), "ResourceErrorsDetected",
                                               "The resource property %s has detected errors of type '%s'."
                                               % (target, detail), [target, detail], "Warning",
                                               "Resolution dependent upon error type."))
@@ -703,7 +718,7 @@ class Bmc:
                                                   % (name, target), [name, target], "Critical"))
             detail = {"verify": "Image integrity check failed", "generation": "Invalid FW Package",
                       "component": "Component mismatch"}[reason]
-            t["messages"].append(tree.message(RESOURCE_MSG_PREFIX, "ResourceErrorsDetected",
+            t["messages"].append(tree.message(_resource_prefix(bmc), "ResourceErrorsDetected",
                                               "The resource property %s has detected errors of type '%s'."
                                               % (target, detail), [target, detail], "Warning",
                                               "Resolution dependent upon error type."))
@@ -769,6 +784,11 @@ class Bmc:
             fw_state["banks"][inactive] = new
             fw_state["active_bank"] = inactive
             bmc["staged"]["nic"] = version  # runs after the card's power cycle (Chassis/Card1 Chassis.Reset)
+
+
+def _resource_prefix(bmc: dict[str, Any]) -> str:
+    """ResourceEvent registry major.minor of this BMC generation (1.3 on BF-24.10, 1.2 on BF-23.10)."""
+    return "ResourceEvent." + ".".join(tree.REGISTRY_VERSIONS[bmc["firmware"]]["ResourceEvent"].split(".")[:2])
 
 
 def _dpu_mode(card: state.Card) -> bool:

@@ -80,6 +80,10 @@ def not_found(firmware: str, kind: str, name: str) -> dict[str, Any]:
 
 def base_error(firmware: str, key: str, text: str, args: list[str], severity: str = "Critical",
                resolution: str = "None.") -> dict[str, Any]:
+    """An error body with one Base message; worded from the firmware's Base registry (``MESSAGES``),
+    ``text``/``severity``/``resolution`` only for a key the table lacks."""
+    if key in MESSAGES["Base"]:
+        return error_body(base_message(firmware, key, args))
     return error_body(message(BASE_REGISTRY[firmware], key, text, args, severity, resolution))
 
 
@@ -574,3 +578,295 @@ def bmc_generation(version: str) -> tuple[int, int, int] | None:
     """``BF-24.10-10`` -> (24, 10, 10)."""
     m = re.match(r"^BF-(\d+)\.(\d+)-(\d+)", version or "")
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+# ---------------------------------------------------------------- the rest of the linked tree
+# Registries the twin's messages cite, with the version each registry file names (captured BF-24.10:
+# Base.1.18.1, TaskEvent.1.0.3, ResourceEvent.1.3.0, Update.1.0.2).
+REGISTRIES = {"Base": ("DMTF Base Message Registry File Location", "Base Message Registry File"),
+              "TaskEvent": ("DMTF TaskEvent Message Registry File Location", "TaskEvent Message Registry File"),
+              "ResourceEvent": ("DMTF ResourceEvent Message Registry File Location",
+                                "ResourceEvent Message Registry File"),
+              "Update": ("DMTF Update Message Registry File Location", "Update Message Registry File")}
+REGISTRY_VERSIONS = {"24.10": {"Base": "1.18.1", "TaskEvent": "1.0.3", "ResourceEvent": "1.3.0", "Update": "1.0.2"},
+                     "23.10": {"Base": "1.15.0", "TaskEvent": "1.0.3", "ResourceEvent": "1.2.1", "Update": "1.0.2"}}
+ROLES = {"Administrator": ["Login", "ConfigureManager", "ConfigureUsers", "ConfigureSelf", "ConfigureComponents"],
+         "Operator": ["Login", "ConfigureSelf", "ConfigureComponents"],
+         "ReadOnly": ["Login", "ConfigureSelf"],
+         "NoAccess": []}  # BF-23.10 only
+HOST_PRIVILEGES = ("HostPrivPccUpdate", "HostPrivNvPort", "HostPrivNvGlobal", "HostPrivNvInternalCpu",
+                   "HostPrivNicReset", "HostPrivNvHost", "HostPrivFwUpdate", "HostPrivFlashAccess")
+
+
+def registries(fw: str) -> list[str]:
+    """The registries the twin lists: BF-23.10 lists no Update registry (its capture), BF-24.10 does."""
+    return [r for r in REGISTRIES if fw == "24.10" or r != "Update"]
+
+
+def registry_file(fw: str, name: str) -> dict[str, Any]:
+    version = "%s.%s" % (name, REGISTRY_VERSIONS[fw][name])
+    description, title = REGISTRIES[name]
+    return {"@odata.id": V1 + "/Registries/" + name, "@odata.type": "#MessageRegistryFile.v1_1_0.MessageRegistryFile",
+            "Description": description, "Id": name, "Languages": ["en"], "Languages@odata.count": 1,
+            "Location": [{"Language": "en", "PublicationUri": "https://redfish.dmtf.org/registries/%s.json" % version,
+                          "Uri": V1 + "/Registries/%s/%s" % (name, name)}],
+            "Location@odata.count": 1, "Name": title, "Registry": version}
+
+
+def account(fw: str, user: str) -> dict[str, Any]:
+    body = {"@odata.id": V1 + "/AccountService/Accounts/" + user,
+            "@odata.type": "#ManagerAccount.v1_7_0.ManagerAccount" if fw == "24.10"
+            else "#ManagerAccount.v1_4_0.ManagerAccount",
+            "AccountTypes": ["HostConsole", "IPMI", "Redfish", "WebUI", "ManagerConsole"],
+            "Description": "User Account",
+            "Enabled": True, "Id": user, "Links": {"Role": ref(V1 + "/AccountService/Roles/Administrator")},
+            "Locked": False, "Locked@Redfish.AllowableValues": ["false"], "Name": "User Account", "Password": None,
+            "PasswordChangeRequired": False, "RoleId": "Administrator", "StrictAccountTypes": True, "UserName": user}
+    if fw != "24.10":
+        del body["StrictAccountTypes"]
+    return body
+
+
+def roles(fw: str) -> list[str]:
+    return [r for r in ROLES if fw == "23.10" or r != "NoAccess"]
+
+
+def role(name: str) -> dict[str, Any]:
+    return {"@odata.id": V1 + "/AccountService/Roles/" + name, "@odata.type": "#Role.v1_2_2.Role",
+            "AssignedPrivileges": list(ROLES[name]), "Description": "%s User Role" % name, "Id": name,
+            "IsPredefined": True, "Name": "User Role", "OemPrivileges": [], "RoleId": name}
+
+
+def action_info(uri: str, aid: str, name: str, parameters: list[dict[str, Any]] | None = None,
+                version: str = "v1_1_2") -> dict[str, Any]:
+    body: dict[str, Any] = {"@odata.id": uri, "@odata.type": "#ActionInfo.%s.ActionInfo" % version, "Id": aid,
+                            "Name": name}
+    if parameters is not None:
+        body["Parameters"] = parameters
+    return body
+
+
+def host_privileges(values: dict[str, str]) -> dict[str, Any]:
+    """Systems/Bluefield/Oem/Nvidia/Connectx/ExternalHostPrivileges (no @odata.id on the real BMC either)."""
+    params = [{"AllowableValues": ["Disabled", "Enabled", "Default"], "DataType": "String", "Name": name,
+               "Required": False} for name in HOST_PRIVILEGES]
+    return {"Actions": {"#ExternalHostPrivilege.Set": {
+        "Parameters": params,
+        "target": SYSTEM + "/Oem/Nvidia/Connectx/ExternalHostPrivileges/Actions/ExternalHostPrivileges.Set"}},
+        "ExternalHostPrivilege": {name: values.get(name, "Default") for name in sorted(HOST_PRIVILEGES)}}
+
+
+def auxiliary(fw: str, user: str, uptime: float, privileges: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Resources the main tree links to that the twin serves with no behaviour behind them: empty
+    collections (the card has no cables, fabrics, certificates, memory DIMMs the BMC would list),
+    account and roles, registry files, action infos, diagnostic data."""
+    def empty(uri: str, odata_type: str, name: str, description: str | None = None, null: bool = False
+              ) -> dict[str, Any]:
+        body = collection(uri, odata_type, name, [], description)
+        if null:
+            body["Members"] = None
+        return body
+
+    res: dict[str, dict[str, Any]] = {
+        V1 + "/Cables": empty(V1 + "/Cables", "#CableCollection.CableCollection", "Cable Collection",
+                              "Collection of Cable Entries", null=True),
+        V1 + "/Fabrics": empty(V1 + "/Fabrics", "#FabricCollection.FabricCollection", "Fabric Collection"),
+        V1 + "/JsonSchemas": empty(V1 + "/JsonSchemas", "#JsonSchemaFileCollection.JsonSchemaFileCollection",
+                                   "JsonSchemaFile Collection", "Collection of JsonSchemaFiles"),
+        V1 + "/Registries": collection(V1 + "/Registries",
+                                       "#MessageRegistryFileCollection.MessageRegistryFileCollection",
+                                       "MessageRegistryFile Collection",
+                                       [V1 + "/Registries/" + n for n in registries(fw)],
+                                       "Collection of MessageRegistryFiles"),
+        V1 + "/AccountService/Accounts": collection(V1 + "/AccountService/Accounts",
+                                                    "#ManagerAccountCollection.ManagerAccountCollection",
+                                                    "Accounts Collection", [V1 + "/AccountService/Accounts/" + user],
+                                                    "BMC User Accounts"),
+        V1 + "/AccountService/Accounts/" + user: account(fw, user),
+        V1 + "/AccountService/Roles": collection(V1 + "/AccountService/Roles", "#RoleCollection.RoleCollection",
+                                                 "Roles Collection", [V1 + "/AccountService/Roles/" + r for r in
+                                                                      roles(fw)], "BMC User Roles"),
+        V1 + "/AccountService/LDAP/Certificates": empty(
+            V1 + "/AccountService/LDAP/Certificates", "#CertificateCollection.CertificateCollection",
+            "LDAP Certificates Collection", "A Collection of LDAP certificate instances"),
+        MANAGER + "/Truststore/Certificates": empty(
+            MANAGER + "/Truststore/Certificates", "#CertificateCollection.CertificateCollection",
+            "TrustStore Certificates Collection", "A Collection of TrustStore certificate instances"),
+        MANAGER + "/Oem/EmmcSecureEraseActionInfo": action_info(MANAGER + "/Oem/EmmcSecureEraseActionInfo",
+                                                                "EmmcSecureEraseActionInfo",
+                                                                "Emmc Secure Erase Action Info"),
+        V1 + "/UpdateService/Oem/Nvidia/CommitImageActionInfo": action_info(
+            V1 + "/UpdateService/Oem/Nvidia/CommitImageActionInfo", "CommitImageActionInfo", "CommitImage Action Info",
+            [{"AllowableValues": [], "DataType": "StringArray", "Name": "Targets", "Required": False}], "v1_2_0"),
+        SYSTEM + "/Memory": empty(SYSTEM + "/Memory", "#MemoryCollection.MemoryCollection", "Memory Module Collection"),
+        SYSTEM + "/Processors": empty(SYSTEM + "/Processors", "#ProcessorCollection.ProcessorCollection",
+                                      "Processor Collection"),
+        SYSTEM + "/Storage": empty(SYSTEM + "/Storage", "#StorageCollection.StorageCollection", "Storage Collection",
+                                   null=True),
+        SYSTEM + "/EthernetInterfaces": empty(SYSTEM + "/EthernetInterfaces",
+                                              "#EthernetInterfaceCollection.EthernetInterfaceCollection",
+                                              "Ethernet Network Interface Collection",
+                                              "Collection of EthernetInterfaces of the host"),
+        SYSTEM + "/LogServices": empty(SYSTEM + "/LogServices", "#LogServiceCollection.LogServiceCollection",
+                                       "System Log Services Collection",
+                                       "Collection of LogServices for this Computer System"),
+        SYSTEM + "/Bios": {"@odata.id": SYSTEM + "/Bios", "@odata.type": "#Bios.v1_2_0.Bios",
+                           "Actions": {"#Bios.ResetBios": {"target": SYSTEM + "/Bios/Actions/Bios.ResetBios"}},
+                           "Description": "BIOS Configuration Service", "Id": "BIOS", "Name": "BIOS Configuration"},
+        SYSTEM + "/Oem/Nvidia/Connectx/ExternalHostPrivileges": host_privileges(privileges),
+    }
+    for name in registries(fw):
+        res[V1 + "/Registries/" + name] = registry_file(fw, name)
+        res[V1 + "/Registries/%s/%s" % (name, name)] = message_registry(fw, name)
+    for name in roles(fw):
+        res[V1 + "/AccountService/Roles/" + name] = role(name)
+    if fw == "24.10":
+        res.update(persistent_storage())
+        res[MANAGER + "/Oem/Nvidia/AsyncOOBRawCommandActionInfo"] = oob_raw_action_info()
+        res[MANAGER + "/ManagerDiagnosticData"] = {
+            "@odata.id": MANAGER + "/ManagerDiagnosticData",
+            "@odata.type": "#ManagerDiagnosticData.v1_2_0.ManagerDiagnosticData", "Id": "ManagerDiagnosticData",
+            "Name": "Manager Diagnostic Data", "ServiceRootUptimeSeconds": round(uptime, 3)}
+        # served as the BF-24.10 BMC serves it: the bare member list, no @odata fields
+        res[V1 + "/AccountService/MultiFactorAuth/ClientCertificate/Certificates"] = {"Members": None,
+                                                                                     "Members@odata.count": 0}
+    else:
+        res[V1 + "/JsonSchemas"] = dict(res[V1 + "/JsonSchemas"],
+                                        **{"@odata.context": "/redfish/v1/$metadata#JsonSchemaFileCollection."
+                                                             "JsonSchemaFileCollection"})
+    return res
+
+
+# Messages the twin emits, per registry: key -> (message template, severity, resolution). The texts are
+# those of the registries the BMC serves (Registries/<prefix>/<prefix>); the twin serves each registry with
+# these messages only.
+MESSAGES: dict[str, dict[str, tuple[str, str, str]]] = {
+    "Base": {
+        "ResourceNotFound": ("The requested resource of type %1 named '%2' was not found.", "Critical",
+                             "Provide a valid resource identifier and resubmit the request."),
+        "Success": ("The request completed successfully.", "OK", "None."),
+        "MalformedJSON": ("The request body submitted was malformed JSON and could not be parsed by the receiving "
+                          "service.", "Critical", "Ensure that the request body is valid JSON and resubmit the "
+                                                  "request."),
+        "MissingOrMalformedPart": ("The multipart request contains malformed parts or is missing required parts.",
+                                   "Critical", "Add any missing required parts or correct the malformed parts and "
+                                               "resubmit the request."),
+        "ActionParameterMissing": ("The action %1 requires the parameter %2 to be present in the request body.",
+                                   "Critical", "Supply the action with the required parameter in the request body "
+                                               "when the request is resubmitted."),
+        "PropertyValueNotInList": ("The value '%1' for the property %2 is not in the list of acceptable values.",
+                                   "Warning", "Choose a value from the enumeration list that the implementation can "
+                                              "support and resubmit the request if the operation failed."),
+        "PropertyMissing": ("The property %1 is a required property and must be included in the request.", "Warning",
+                            "Ensure that the property is in the request body and has a valid value and resubmit the "
+                            "request if the operation failed."),
+        "PropertyValueFormatError": ("The value '%1' for the property %2 is not a format that the property can "
+                                     "accept.", "Warning", "Correct the value for the property in the request body "
+                                                           "and resubmit the request if the operation failed."),
+        "ActionNotSupported": ("The action %1 is not supported by the resource.", "Critical",
+                               "Check the Actions property in the resource for the supported actions."),
+    },
+    "TaskEvent": {
+        "TaskStarted": ("The task with Id '%1' has started.", "OK", "None."),
+        "TaskCompletedOK": ("The task with Id '%1' has completed.", "OK", "None."),
+        "TaskAborted": ("The task with Id '%1' has completed with errors.", "Critical", "None."),
+    },
+    "ResourceEvent": {
+        "ResourceErrorsDetected": ("The resource property %1 has detected errors of type '%2'.", "Warning",
+                                   "Resolution dependent upon error type."),
+    },
+    "Update": {
+        "UpdateInProgress": ("An update is in progress.", "OK", "None."),
+        "TransferringToComponent": ("Image '%1' is being transferred to '%2'.", "OK", "None."),
+        "UpdateSuccessful": ("Device '%1' successfully updated with image '%2'.", "OK", "None."),
+        "VerificationFailed": ("Verification of image '%1' at '%2' failed.", "Critical", "None."),
+        "TransferFailed": ("Transfer of image '%1' to '%2' failed.", "Critical", "None."),
+        "ApplyFailed": ("Installation of image '%1' to '%2' failed.", "Critical", "None."),
+    },
+}
+# Base 1.15.0 (BF-23.10) words three of them differently.
+MESSAGES_23_10_BASE = {
+    "Success": ("The request completed successfully.", "OK", "None"),
+    "PropertyValueFormatError": ("The value '%1' for the property %2 is of a different format than the property "
+                                 "can accept.", "Warning", MESSAGES["Base"]["PropertyValueFormatError"][2]),
+    "ActionNotSupported": ("The action %1 is not supported by the resource.", "Critical",
+                           "The action supplied cannot be resubmitted to the implementation.  Perhaps the action "
+                           "was invalid, the wrong resource was the target or the implementation documentation may "
+                           "be of assistance."),
+}
+
+
+def registry_messages(fw: str, prefix: str) -> dict[str, tuple[str, str, str]]:
+    table = dict(MESSAGES[prefix])
+    if fw == "23.10" and prefix == "Base":
+        table.update(MESSAGES_23_10_BASE)
+    return table
+
+
+def base_message(fw: str, key: str, args: list[str]) -> dict[str, Any]:
+    """A Base registry message of this firmware generation, its %N filled with ``args``."""
+    text, severity, resolution = registry_messages(fw, "Base")[key]
+    for i, arg in enumerate(args, 1):
+        text = text.replace("%%%d" % i, str(arg))
+    return message(BASE_REGISTRY[fw], key, text, args, severity, resolution)
+
+
+_REGISTRY_NAMES = {"Base": "Base Message Registry", "TaskEvent": "Task Event Message Registry",
+                   "ResourceEvent": "Resource Event Message Registry", "Update": "Update Message Registry"}
+
+
+REGISTRY_TYPES = {"24.10": {"Base": "v1_6_2", "TaskEvent": "v1_4_1", "ResourceEvent": "v1_6_0", "Update": "v1_6_2"},
+                  "23.10": {"Base": "v1_5_0", "TaskEvent": "v1_4_1", "ResourceEvent": "v1_5_0", "Update": "v1_6_2"}}
+
+
+def message_registry(fw: str, prefix: str) -> dict[str, Any]:
+    version = REGISTRY_VERSIONS[fw][prefix]
+    messages = {}
+    for key, (text, severity, resolution) in sorted(registry_messages(fw, prefix).items()):
+        nargs = max((int(n) for n in re.findall(r"%(\d)", text)), default=0)
+        entry: dict[str, Any] = {"Description": "%s (as served by the twin BMC)." % key, "Message": text,
+                                 "MessageSeverity": severity, "NumberOfArgs": nargs}
+        if nargs:
+            entry["ParamTypes"] = ["string"] * nargs
+        entry.update(Resolution=resolution, Severity=severity)
+        messages[key] = entry
+    return {"@odata.type": "#MessageRegistry.%s.MessageRegistry" % REGISTRY_TYPES[fw][prefix],
+            "Description": "The %s messages this BMC emits." % prefix, "Id": "%s.%s" % (prefix, version),
+            "Language": "en", "Messages": messages, "Name": _REGISTRY_NAMES[prefix], "OwningEntity": "DMTF",
+            "RegistryPrefix": prefix, "RegistryVersion": version}
+
+
+def service_conditions(conditions: list[dict[str, Any]]) -> dict[str, Any]:
+    worst = "Critical" if any(c.get("Severity") == "Critical" for c in conditions) else \
+        ("Warning" if conditions else "OK")
+    return {"@odata.id": V1 + "/ServiceConditions", "@odata.type": "#ServiceConditions.v1_0_0.ServiceConditions",
+            "Conditions": conditions, "HealthRollup": worst, "Id": "ServiceConditions",
+            "Name": "Redfish Service Conditions", "Oem": {}}
+
+
+def persistent_storage() -> dict[str, dict[str, Any]]:
+    base = V1 + "/UpdateService/Oem/Nvidia/PersistentStorage"
+    return {
+        base: {"@odata.id": base, "@odata.type": "#NvidiaPersistentStorage.v1_0_0.NvidiaPersistentStorage",
+               "Actions": {"#NvidiaPersistentStorage.InitiateFirmwareUpdate": {
+                   "@Redfish.ActionInfo": base + "/InitiateFirmwareUpdateActionInfo",
+                   "target": base + "/Actions/NvidiaPersistentStorage.InitiateFirmwareUpdate"}},
+               "FirmwarePackages": ref(base + "/FirmwarePackages"), "Id": "PersistentStorage",
+               "MaxFirmwarePackages": 1, "Name": "Persistent Storage Resource",
+               "StageFirmwarePackageHttpPushUri": base + "/stage-firmware-package"},
+        base + "/FirmwarePackages": collection(base + "/FirmwarePackages",
+                                               "#NvidiaFirmwarePackageCollection.NvidiaFirmwarePackageCollection",
+                                               "Firmware Package Collection", []),
+    }
+
+
+def oob_raw_action_info() -> dict[str, Any]:
+    uri = MANAGER + "/Oem/Nvidia/AsyncOOBRawCommandActionInfo"
+    # Parameter names as the BMC lists them ("TartgetInstanceId" is the BMC's own spelling).
+    return action_info(uri, "NvidiaAsyncOOBRawCommandActionInfo", "AsyncOOBRawCommand Action Info", [
+        {"AllowableValues": ["GPU", "NVSwitch"], "DataType": "String", "Name": "TargetType", "Required": True},
+        {"DataType": "Number", "Name": "TartgetInstanceId", "Required": True},
+        {"DataType": "String", "Name": "AsyncArg1", "Required": True},
+        {"DataType": "StringArray", "Name": "AsyncDataIn", "Required": False},
+        {"DataType": "Number", "MaximumValue": 1024, "MinimumValue": 0, "Name": "RequestedDataOutBytes",
+         "Required": True}])
