@@ -65,14 +65,22 @@ def make_handler(bmc: service.Bmc) -> type[http.server.BaseHTTPRequestHandler]:
     return Handler
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
+def self_signed(directory: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
     if not shutil.which("openssl"):
         raise ValueError("dpusim bmc serve --tls: openssl is not installed; install it or serve without --tls")
     cert, key = directory / "bmc.crt", directory / "bmc.key"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
-                    "-subj", "/CN=dpusim-bmc", "-keyout", str(key), "-out", str(cert)],
+                    "-subj", "/CN=dpusim-bmc", "-addext", "subjectAltName=%s" % _san(host),
+                    "-keyout", str(key), "-out", str(cert)],
                    check=True, capture_output=True, timeout=60)
     return cert, key
+
+
+def _san(host: str) -> str:
+    names = ["DNS:localhost", "IP:127.0.0.1"]
+    if host and host not in ("0.0.0.0", "127.0.0.1", "localhost", "::"):
+        names.append(("IP:%s" if host.replace(".", "").isdigit() or ":" in host else "DNS:%s") % host)
+    return ",".join(names)
 
 
 def build_server(bmc: service.Bmc, host: str, port: int, tls: bool = False,
@@ -81,7 +89,7 @@ def build_server(bmc: service.Bmc, host: str, port: int, tls: bool = False,
     httpd.daemon_threads = True
     if tls:
         with tempfile.TemporaryDirectory(prefix="dpusim-bmc-tls-") as tmp:
-            cert, key = self_signed(Path(tmp))
+            cert, key = self_signed(Path(tmp), host)
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(str(cert), str(key))
             if cert_out:
