@@ -214,8 +214,8 @@ def run(module, client):
                                                        timeout=max(p["bmc"]["timeout"], 300))
         task_uri = (body or {}).get("@odata.id")
         if status not in (100, 200, 202) or not task_uri:
-            raise Failure("push %s image to BMC %s failed: HTTP %s without a task (%s)" % (component, bmc, status,
-                                                                                         body))
+            raise Failure("push %s image to BMC %s failed: HTTP %s without a task (%s)"
+                          % (component, bmc, status, body))
     else:
         task_uri = resumed["@odata.id"]
     task, timed_out = client.wait_task(task_uri, p["task_timeout"], p["poll_interval"])
@@ -270,8 +270,8 @@ def main():
     except Failure as exc:
         module.fail_json(msg=exc.msg, requests=client.requests, **exc.extra)
     except RedfishError as exc:
-        module.fail_json(msg="%s firmware via BMC %s failed: %s" % (module.params["component"],
-                                                                   module.params["bmc"]["address"], exc.msg),
+        module.fail_json(msg="%s firmware via BMC %s failed: %s"
+                         % (module.params["component"], module.params["bmc"]["address"], exc.msg),
                          requests=client.requests)
     diff = {"before": {"version": result["before"]}, "after": {"version": result["after"]}}
     module.exit_json(requests=client.requests, diff=diff, **result)

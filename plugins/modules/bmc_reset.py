@@ -133,8 +133,8 @@ def main():
         allowed = allowed_types(client, resource)
         if allowed and reset_type not in allowed:
             module.fail_json(msg="reset %s via BMC %s refused: ResetType %s is not one the BMC offers there (%s); "
-                                 "set reset_type to one of them" % (p["target"], p["bmc"]["address"], reset_type,
-                                                                   ", ".join(allowed)),
+                                 "set reset_type to one of them"
+                                 % (p["target"], p["bmc"]["address"], reset_type, ", ".join(allowed)),
                              requests=client.requests, **result)
         if module.check_mode:
             module.exit_json(changed=True, requests=client.requests, **result)

@@ -149,8 +149,8 @@ class RedfishClient:
     def get(self, uri):
         status, body, _headers = self._open("GET", uri)
         if not isinstance(body, dict):
-            raise RedfishHttpError("BMC %s answered GET %s with HTTP %d and no JSON object" % (self.address, uri,
-                                                                                            status), status=status)
+            raise RedfishHttpError("BMC %s answered GET %s with HTTP %d and no JSON object"
+                                   % (self.address, uri, status), status=status)
         return body
 
     def post(self, uri, payload):
