@@ -182,6 +182,8 @@ VERSION_COLUMNS = (
     ("BFB (DPU OS)", "dpus"),
     ("DOCA on Arm", "dpus"),
     ("MFT", None),
+    ("BMC firmware", "dpus"),
+    ("ERoT firmware", "dpus"),
     ("nvidia-peermem", "gpu_hosts"),
     ("GPU driver", "gpu_hosts"),
     ("CUDA", "gpu_hosts"),
@@ -218,6 +220,7 @@ def host_versions(info: dict) -> dict[str, Any]:
     gpus = gpu_info.get("gpus") or {}
     peermem = gpu_info.get("peermem") or {}
     driver = ethtool_driver(info.get("ethtool_i"))
+    bmc = info.get("bmc_info") or {}
     peer = None
     if peermem:
         peer = peermem.get("version") or ("loaded" if peermem.get("loaded") else "not loaded")
@@ -229,6 +232,8 @@ def host_versions(info: dict) -> dict[str, Any]:
         "BFB (DPU OS)": dpu_os.get("release") or dpu_os.get("bundle_version"),
         "DOCA on Arm": dpu_os.get("doca_version"),
         "MFT": _mft(dpu_info.get("tool_versions") or {}),
+        "BMC firmware": bmc.get("bmc_version"),
+        "ERoT firmware": (bmc.get("firmware") or {}).get("Bluefield_FW_ERoT"),
         "nvidia-peermem": peer,
         "GPU driver": gpus.get("driver_version"),
         "CUDA": gpus.get("cuda_version"),

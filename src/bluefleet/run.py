@@ -62,9 +62,15 @@ FACTS_PLAY = """---
       changed_when: false
       failed_when: false
       check_mode: false
+    - name: Read the DPU's BMC over Redfish
+      bluefleet.dpu.bmc_info:
+        bmc: "{{ bluefleet_bmc }}"
+      delegate_to: localhost
+      when: "'dpus' in group_names and bluefleet_bmc is defined"
+      ignore_errors: true
 """
 FACT_TASKS = {"Read the cards": "dpu_info", "Read the GPUs": "gpu_info",
-              "Read the driver of the card's first netdev": "ethtool_i"}
+              "Read the driver of the card's first netdev": "ethtool_i", "Read the DPU's BMC over Redfish": "bmc_info"}
 
 
 class UsageError(Exception):

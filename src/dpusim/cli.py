@@ -13,6 +13,8 @@
     dpusim kubelet crash NAME [--stay-down] [--exit-code N]   a DOCA service's container dies
     dpusim kubelet metrics NAME      what the telemetry pod NAME's Prometheus endpoint answers now (no daemon)
     dpusim kubelet serve [--interval S]   the kubelet as a daemon: reconcile, run the stand-in processes (lab)
+    dpusim bmc serve --listen HOST:PORT [--user U --password P] [--tls] [--firmware 23.10|24.10]
+    dpusim bmc make-image --kind bmc-fw|erot-fw --version V [--corrupt] -o FILE
 """
 
 from __future__ import annotations
@@ -283,6 +285,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--ipv4", action="append", help="ADDR/LEN; repeat")
     s.add_argument("--flush-ipv4", action="store_true", help="drop the recorded addresses first")
     s.set_defaults(func=cmd_netdev)
+    from dpusim.bmc import cli as bmc_cli
+    bmc_cli.add_parser(sub)
     s = sub.add_parser("tools", help="list tool names")
     s.set_defaults(func=cmd_tools)
     return p

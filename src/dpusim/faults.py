@@ -24,6 +24,9 @@ FAULTS: dict[str, tuple[str, str]] = {
                                 "e.g. built for another kernel)"),
     "power_cycle_required": ("card", "pending firmware/mlxconfig changes activate only on a power cycle, "
                                      "not on mlxfwreset or a warm reboot"),
+    "bmc_unreachable": ("card", "the card's BMC does not answer (dpusim bmc serve drops every connection)"),
+    "bmc_task_hangs": ("card", "the BMC's next update task stays Running at 40 percent and never completes"),
+    "bmc_task_aborts": ("card", "the BMC's next update task ends in Exception (ApplyFailed, TaskAborted)"),
 }
 
 

@@ -242,3 +242,17 @@ def test_older_evidence_with_a_not_applicable_skip_is_na(runs):
             check["outcome"] = "skipped"
     (folder / "evidence.json").write_text(json.dumps(evidence))
     assert build_model(folder)["cells"]["node1-dpu"]["test_hbn_routes_present"]["status"] == "not_applicable"
+
+
+def test_version_matrix_shows_the_bmc_components_of_dpus(runs):
+    folder = make_run_folder(runs / "r1")
+    facts = json.loads((folder / "facts.json").read_text())
+    erot = {"Bluefield_FW_ERoT": "00.02.0182.0000_n02"}
+    facts["node1-dpu"]["bmc_info"] = {"bmc_version": "BF-24.10-33", "firmware": erot}
+    facts["node2-dpu"]["bmc_info"] = {"bmc_version": "BF-24.10-10", "firmware": erot}
+    rows = version_matrix(facts)["rows"]
+    assert rows["node1-dpu"]["BMC firmware"]["value"] == "BF-24.10-33"
+    assert rows["node1-dpu"]["ERoT firmware"]["value"] == "00.02.0182.0000_n02"
+    assert "BMC firmware" not in rows["node1"]  # a GPU host has no BlueField BMC column
+    assert [h for h in ("node1-dpu", "node2-dpu") if rows[h]["BMC firmware"]["mismatch"]]  # the two DPUs disagree
+    assert not rows["node1-dpu"]["ERoT firmware"]["mismatch"]
