@@ -329,3 +329,39 @@ def test_required_options_are_declared(monkeypatch, capsys):
     result = run_module(monkeypatch, capsys, {"power_cycle_method": "command"}, [])[0]
     assert result["failed"] is True
     assert "power_cycle_command" in result["msg"]
+
+
+# --- issue 18 (1): the 2023-08 / 2025 query layout (MRSI reset reason, MROQ sync and request method) ---------------
+
+def _mroq_query():
+    from pathlib import Path
+
+    from bluefleet.parse import strip_header
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "parsers" / "mlxfwreset-query"
+    return strip_header((path / "bf3-mstfwreset-q-mroq-2025-from-source.txt").read_text(encoding="utf-8"))
+
+
+def test_2025_query_layout_plans_and_runs_a_level3_reset(monkeypatch, capsys):
+    """Before the fix the parser raised on 'The following query is relevant only for reset-type 0:'."""
+    fwq = (["mlxfwreset", "-d", DEV, "q"], 0, _mroq_query(), "")
+    result = run_module(monkeypatch, capsys, {}, [
+        MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), fwq,
+        (RESET, 0, RESET_OUT, ""),
+        (Q, 0, DONE_VFS, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])[0]
+    assert result["reset"] == "firmware_reset"
+    assert result["firmware_reset_supported"] is True
+    assert result["verified"] is True
+    assert RESET in result["cmd"]
+
+
+def test_2025_query_with_only_fw_owner_sync_resets_without_sync_1(monkeypatch, capsys):
+    row = "1: %-62s-" % "NIC Driver is the owner"
+    text = _mroq_query().replace(row + "Supported     (default)", row + "Not Supported ")
+    fwq = (["mlxfwreset", "-d", DEV, "q"], 0, text, "")
+    reset = ["mlxfwreset", "-d", DEV, "-y", "-l", "3", "r"]
+    result = run_module(monkeypatch, capsys, {}, [
+        MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), fwq,
+        (reset, 0, RESET_OUT, ""),
+        (Q, 0, DONE_VFS, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])[0]
+    assert result["reset"] == "firmware_reset"
+    assert reset in result["cmd"]
