@@ -222,7 +222,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._bfb import (
     render_bf_cfg,
     scrub,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import flint_versions
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import flint_versions, pick_tool
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import change_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import parse_bfver
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
@@ -328,7 +328,9 @@ class Dpu:
     def nic_firmware(self):
         if not self.p["device"]:
             return None
-        return flint_versions(self.runner, self.p["device"], "query NIC firmware of %s with flint" % self.p["device"])
+        tool = pick_tool(self.runner, "flint")
+        what = "query NIC firmware of %s with %s" % (self.p["device"], tool)
+        return flint_versions(self.runner, self.p["device"], what, tool=tool)
 
     def install(self, cfg_text):
         """Run bfb-install once (bf.cfg in a private 0600 file, deleted afterwards); return (console, result)."""

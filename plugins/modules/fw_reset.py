@@ -27,12 +27,15 @@ options:
   device:
     description:
       - The card (C(-d) of the tools), an mst device or a PCI address. When omitted, the only card
-        C(mst status -v) lists.
+        C(mst status -v) lists (MFT only; with Debian's mstflint, which has no C(mst), set it).
+      - With mstflint's tools (C(mstconfig), C(mstflint), C(mstfwreset)), used when MFT's are not on C(PATH), a
+        PCI address (C(0000:03:00.0)); an MST device file is refused before anything runs.
     type: str
   side:
     description:
       - Where the module runs. C(host) - the GPU server's OS; C(dpu) - the BlueField's Arm OS. C(auto)
-        decides from C(mst status -v) - the Arm side sees the host representors C(pfNhpf).
+        decides from C(mst status -v) (or, without MFT's C(mst), from C(/sys/class/net)) - the Arm side sees the
+        host representors C(pfNhpf).
     type: str
     choices: [auto, host, dpu]
     default: auto
@@ -229,6 +232,11 @@ firmware_reset_supported:
   description: mlxfwreset level 3 is reported Supported (false when mlxfwreset is missing).
   returned: always
   type: bool
+reset_tool:
+  description: The program that queries and resets the card, C(mlxfwreset) (MFT) or C(mstfwreset) (mstflint).
+  returned: always
+  type: str
+  sample: mlxfwreset
 verified:
   description: The card was read again after the reset and nothing is pending.
   returned: always
@@ -243,18 +251,23 @@ cmd:
   type: list
   elements: list
 tool_version:
-  description: First line of C(mlxfwreset --version), or null when the tool does not answer it.
+  description: First line of C(mlxfwreset --version) (or C(mstfwreset --version)), or null when the tool does not
+    answer it.
   returned: always
   type: str
 """
 
 import json
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
+    INSTALL_HINT,
+    check_device,
     flint_versions,
     only_card,
+    pick_tool,
     query_nvconfig,
     read_mst,
     side_of,
@@ -279,23 +292,51 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 ACTIONS = ("firmware_reset", "warm_reboot", "power_cycle")
 
 
+def reset_argv(tool, device, sync1):
+    """The level-3 firmware reset command line."""
+    return [tool, "-d", device, "-y", "-l", "3"] + (["--sync", "1"] if sync1 else []) + ["r"]
+
+
+def query_argv(tool, device):
+    """The reset-level query command line."""
+    return [tool, "-d", device, "q"]
+
+
+def local_netdevs(root="/sys/class/net"):
+    try:
+        return sorted(os.listdir(root))
+    except OSError:
+        return []
+
+
 class Card:
-    """Reads one card's pending state with a shared runner."""
+    """Reads one card's pending state with a shared runner; MFT's programs when installed, else mstflint's."""
 
     def __init__(self, runner):
         self.runner = runner
+        self.config_tool = pick_tool(runner, "mlxconfig")
+        self.flint_tool = pick_tool(runner, "flint")
+        self.reset_tool = pick_tool(runner, "mlxfwreset")
 
     def discover(self, device, side):
-        functions, result = read_mst(self.runner)
+        """``mst status -v`` only when it is needed (no device, or the side to find) and installed."""
+        if device and side != "auto":
+            return device, side
+        if device and not self.runner.which("mst"):
+            return device, side_of(local_netdevs())
+        functions, result = read_mst(self.runner, missing_hint="; mst is part of NVIDIA MFT: with mstflint only, "
+                                                             "set device to the card's PCI address")
         if side == "auto":
             side = side_of(n for d in functions for n in d["net"])
         if not device:
-            device = only_card(functions, result)
+            device = only_card(functions, result, pci=self.config_tool != "mlxconfig")
         return device, side
 
     def state(self, device):
         """``{"device_type", "bluefield", "mode", "nvconfig": {NAME: (current, next)}, "firmware": {...}}``."""
-        dev = query_nvconfig(self.runner, device)[0]
+        for tool in (self.config_tool, self.flint_tool, self.reset_tool):
+            check_device(tool, device)
+        dev = query_nvconfig(self.runner, device, self.config_tool, missing_hint=INSTALL_HINT)[0]
         params = dev["params"]
         pending = {name: (e["current"], e["next_boot"]) for name, e in sorted(params.items())
                    if e["current"] is not None and e["current"] != e["next_boot"]}
@@ -304,7 +345,8 @@ class Card:
         if bluefield:
             engine = params.get("INTERNAL_CPU_OFFLOAD_ENGINE", {}).get("current")
             mode = "nic" if engine is not None and split_value(engine)[1] == 1 else "dpu"
-        firmware = flint_versions(self.runner, device, "query firmware of %s" % device, allow_missing=True)
+        firmware = flint_versions(self.runner, device, "query firmware of %s" % device, allow_missing=True,
+                                  tool=self.flint_tool)
         if firmware is None:
             firmware = {"flashed": None, "running": None}
         return {"device_type": dev["device_type"], "bluefield": bluefield, "mode": mode, "nvconfig": pending,
@@ -313,7 +355,7 @@ class Card:
     def levels(self, device):
         """``(level 3 supported, sync 1 supported)``; both false when mlxfwreset is missing."""
         what = "query reset levels of %s" % device
-        result = run_tool(self.runner, ["mlxfwreset", "-d", device, "q"], what, allow_missing=True)
+        result = run_tool(self.runner, query_argv(self.reset_tool, device), what, allow_missing=True)
         if result is None:
             return False, False
         data = parse_output(parse_mlxfwreset_query, result, what)
@@ -398,8 +440,9 @@ class Resetter:
 
     def apply(self, reset, device, sync1):
         if reset == "firmware_reset":
-            argv = ["mlxfwreset", "-d", device, "-y", "-l", "3"] + (["--sync", "1"] if sync1 else []) + ["r"]
-            result = run_tool(self.runner, argv, "reset the firmware of %s with mlxfwreset" % device)
+            tool = self.card.reset_tool
+            result = run_tool(self.runner, reset_argv(tool, device, sync1), "reset the firmware of %s with %s"
+                              % (device, tool))
             out = parse_output(parse_mlxfwreset_reset, result, "reset the firmware of %s" % device)
             if not out["ok"]:
                 raise ToolError("reset the firmware of %s failed: mlxfwreset did not say the firmware was loaded (%s)"
@@ -483,6 +526,7 @@ def run_reset(runner, params, check_mode):
         "pending": pending_summary(after),
         "firmware": after["firmware"],
         "firmware_reset_supported": level3,
+        "reset_tool": card.reset_tool,
         "verified": verified,
         "diff": make_diff(pending_summary(before), predicted if check_mode else pending_summary(after),
                           "%s pending before" % device, "%s pending after" % device),
@@ -530,7 +574,7 @@ def main():
         supports_check_mode=True,
     )
     run_module(module, "reset the card", ToolRunner, lambda runner: run_reset(runner, module.params, module.check_mode),
-               lambda result: ["mlxfwreset", "--version"])
+               lambda result: [result["reset_tool"], "--version"])
 
 
 if __name__ == "__main__":

@@ -26,8 +26,10 @@ options:
     description:
       - The card, as the tools take it in C(-d) - an mst device (C(/dev/mst/mt41692_pciconf0)) or a PCI
         address (C(03:00.0)).
-      - When omitted, the module asks C(mst status -v) and uses the only card it lists; with several cards it
-        fails and lists them.
+      - When omitted, the module asks C(mst status -v) (MFT) and uses the only card it lists; with several cards it
+        fails and lists them. With O(tool=mstconfig) it uses that card's PCI address.
+      - C(mstconfig) (mstflint) takes a PCI address or an RDMA device, never an MST device file; such a device is
+        refused before anything runs.
     type: str
   params:
     description:
@@ -185,7 +187,12 @@ import difflib
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import only_card, query_nvconfig, read_mst
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
+    INSTALL_HINT,
+    only_card,
+    query_nvconfig,
+    read_mst,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest, param_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_set, split_value
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
@@ -216,7 +223,7 @@ MODE_PARAMS = {
     },
 }
 
-MISSING_HINT = "; install MFT or mstflint, or put the tool on PATH of the task's environment"
+MISSING_HINT = INSTALL_HINT
 _NAMED_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\((?P<number>-?\d+)\)$")
 _INT_RE = re.compile(r"^-?\d+$")
 _HEX_RE = re.compile(r"^0[xX][0-9a-fA-F]+$")
@@ -288,7 +295,9 @@ class NvConfig:
         self.tool = tool
 
     def discover(self):
-        return only_card(*read_mst(self.runner, missing_hint=MISSING_HINT))
+        functions, result = read_mst(self.runner, missing_hint="; mst is part of NVIDIA MFT: with mstflint only, set "
+                                                               "device to the card's PCI address")
+        return only_card(functions, result, pci=self.tool != "mlxconfig")
 
     def query(self, device):
         return query_nvconfig(self.runner, device, self.tool, missing_hint=MISSING_HINT)[0]

@@ -10,6 +10,11 @@
 - Reading one card: ``query_nvconfig()`` (``mlxconfig -d DEV -e q``, its device block) and
   ``flint_versions()`` (``flint -d DEV q``: flashed and running firmware).
 
+- Which program: MFT names (``mlxconfig``, ``flint``, ``mlxfwreset``, ``mlxprivhost``) or Debian's mstflint
+  names (``mstconfig``, ``mstflint``, ``mstfwreset``, ``mstprivhost``), ``pick_tool()``. mstflint's tools open a
+  device through mtcr_ul, which takes a PCI address or an RDMA device and refuses an MST device file
+  ("Unable to parse device name", mstflint mtcr_ul/mtcr_ul_com.c): ``check_device()`` says so before running.
+
 Errors are ``_tooling.ToolError`` with the command that explains them. No AnsibleModule import.
 """
 
@@ -23,6 +28,15 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError, parse_output, run_tool
 
 MST_STATUS_ARGV = ("mst", "status", "-v")
+
+# MFT program -> the same program as Debian's mstflint package names it.
+MSTFLINT_NAME = {"mlxconfig": "mstconfig", "flint": "mstflint", "mlxfwreset": "mstfwreset",
+                 "mlxprivhost": "mstprivhost"}
+MSTFLINT_TOOLS = tuple(MSTFLINT_NAME.values())
+INSTALL_HINT = ("; install NVIDIA MFT (mlxconfig, flint, mlxfwreset, mst) or Debian/Ubuntu's mstflint package "
+                "(mstconfig, mstflint, mstfwreset, mstprivhost; it has no mst), or put the tool on PATH of the "
+                "task's environment")
+_MST_DEVICE_RE = re.compile(r"^(?:/dev/mst/)?mt\d+_pci(?:conf|cr)\d+(?:\.\d+)?$")
 
 _FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
 _HOST_REP_RE = re.compile(r"^pf\d+hpf$")
@@ -57,15 +71,49 @@ def read_mst(runner, missing_hint=""):
     return parse_output(parse_mst_status, result, "find the card")["devices"], result
 
 
-def card_handles(functions):
+def is_mst_device(device):
+    """True for an MST device file (``/dev/mst/mt41692_pciconf0``, ``mt4129_pciconf0.1``) as MFT's mst makes."""
+    return bool(device) and (device.startswith("/dev/mst/") or bool(_MST_DEVICE_RE.match(device)))
+
+
+def check_device(tool, device):
+    """ToolError when ``tool`` is one of mstflint's programs and ``device`` an MST device file it cannot open."""
+    if tool in MSTFLINT_TOOLS and is_mst_device(device):
+        mft = next(k for k, v in MSTFLINT_NAME.items() if v == tool)
+        raise ToolError("%s cannot open the MST device file %s (mstflint's tools say 'Unable to parse device name'): "
+                        "set device to the card's PCI address (0000:03:00.0, as lspci -D -d 15b3: or mst status -v "
+                        "prints it), or install MFT and use %s" % (tool, device, mft))
+
+
+def pick_tool(runner, mft_name):
+    """``mft_name`` when it is on PATH, else mstflint's name of it when that is, else ``mft_name`` (whose run
+    then fails with the install hint)."""
+    if runner.which(mft_name):
+        return mft_name
+    other = MSTFLINT_NAME.get(mft_name)
+    if other and runner.which(other):
+        return other
+    return mft_name
+
+
+def card_handles(functions, pci=False):
     """The cards of ``functions`` (rows of ``mst status -v``) as the tools' ``-d`` argument, sorted:
-    the mst device without its ``.N`` function suffix, or the PCI address when mst prints ``NA``."""
+    the mst device without its ``.N`` function suffix, or the PCI address when mst prints ``NA``.
+    ``pci``: always the PCI address of the card's first function (for mstflint's tools)."""
+    if pci:
+        first = {}
+        for f in functions:
+            if f["pci"]:
+                bdf = full_bdf(f["pci"])
+                card = pci_device(bdf)
+                first[card] = min(first.get(card, bdf), bdf)
+        return sorted(first.values())
     return sorted({_FUNCTION_SUFFIX_RE.sub("", f["mst"]) if known(f["mst"]) else f["pci"] for f in functions})
 
 
-def only_card(functions, result=None):
+def only_card(functions, result=None, pci=False):
     """The one card of ``functions``; ToolError naming them all when there is not exactly one."""
-    cards = card_handles(functions)
+    cards = card_handles(functions, pci)
     if len(cards) != 1:
         raise ToolError("find the card failed: mst status -v lists %d cards (%s); set the device option"
                         % (len(cards), ", ".join(cards) or "none"), result)
@@ -113,6 +161,7 @@ def query_nvconfig(runner, device, tool="mlxconfig", missing_hint=""):
     Error lines in the output, or no device block, raise ToolError.
     """
     what = "query NV configuration of %s" % device
+    check_device(tool, device)
     result = run_tool(runner, [tool, "-d", device, "-e", "q"], what, missing_hint=missing_hint)
     data = parse_output(parse_mlxconfig_query, result, what)
     if data["errors"] or not data["devices"]:
@@ -120,10 +169,11 @@ def query_nvconfig(runner, device, tool="mlxconfig", missing_hint=""):
     return data["devices"][0], result
 
 
-def flint_versions(runner, device, what, allow_missing=False):
-    """``{"flashed", "running"}`` from ``flint -d DEVICE q`` (running = flashed when flint prints no running
-    line); None when flint is missing and ``allow_missing``."""
-    result = run_tool(runner, ["flint", "-d", device, "q"], what, allow_missing=allow_missing)
+def flint_versions(runner, device, what, allow_missing=False, tool="flint"):
+    """``{"flashed", "running"}`` from ``TOOL -d DEVICE q`` (``flint`` or ``mstflint``; running = flashed when
+    it prints no running line); None when the tool is missing and ``allow_missing``."""
+    check_device(tool, device)
+    result = run_tool(runner, [tool, "-d", device, "q"], what, allow_missing=allow_missing)
     if result is None:
         return None
     q = parse_output(parse_flint_query, result, what)

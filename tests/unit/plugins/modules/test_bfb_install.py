@@ -70,6 +70,9 @@ class FakeRunner:
         self.configs = []
         self.timeouts = []
 
+    def which(self, program):
+        return "/usr/bin/" + program  # MFT (flint) installed
+
     def run(self, argv, timeout=None):
         argv = list(argv)
         self.cmd.append(argv)
