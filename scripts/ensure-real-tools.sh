@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install the real programs that tests/realtools runs the modules' command lines against:
 # Debian's mstflint (mstflint, mstconfig, mstfwreset, mstprivhost), perftest, ibverbs-utils,
-# rdma-core, strongSwan (charon + swanctl), Open vSwitch, nftables, iproute2, ethtool and
-# shellcheck. Idempotent: packages already installed are left alone. Needs root (apt-get);
+# rdma-core, strongSwan (charon + swanctl), Open vSwitch, nftables, iproute2, ethtool and the
+# ShellCheck linter. Idempotent: packages already installed are left alone. Needs root (apt-get);
 # as another user it says which command to run and exits 1. Open vSwitch's service is not
 # started here: the tests start their own ovsdb-server / ovs-vswitchd in a scratch directory.
 set -euo pipefail

@@ -157,7 +157,7 @@ tool_version:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import check_device
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import check_device, flint_query_argv
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import change_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn, parse_flint_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwmanager import parse_mlxfwmanager_query
@@ -174,6 +174,19 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 )
 
 _QUERY_TOOL = {"flint": "flint", "mstflint": "mstflint", "mlxfwmanager": "flint", "mstfwmanager": "mstflint"}
+
+
+def image_query_argv(tool, image):
+    """``flint -i IMAGE q``: the image's version and PSID."""
+    return [tool, "-i", image, "q"]
+
+
+def burn_argv(tool, device, image, cross_psid=False, downgrade=False):
+    """The burn: ``flint``/``mstflint ... -y [--allow_psid_change] burn`` or ``mlxfwmanager``/``mstfwmanager ... -u -y
+    [-f]`` (``-f`` lets the firmware manager go down a version)."""
+    if tool in ("flint", "mstflint"):
+        return [tool, "-d", device, "-i", image, "-y"] + (["--allow_psid_change"] if cross_psid else []) + ["burn"]
+    return [tool, "-d", device, "-i", image, "-u", "-y"] + (["-f"] if downgrade else [])
 
 
 def version_key(text):
@@ -199,14 +212,14 @@ class Card:
 
     def image(self, path):
         what = "read firmware image %s with %s" % (path, self.query_tool)
-        data = self.parse_query(self.run([self.query_tool, "-i", path, "q"], what), what)
+        data = self.parse_query(self.run(image_query_argv(self.query_tool, path), what), what)
         if not data["fw_version"] or not data["psid"]:
             raise ToolError("%s failed: the image query printed no FW Version or PSID" % what)
         return {"version": data["fw_version"], "psid": data["psid"]}
 
     def state(self):
         what = "query firmware of %s with %s" % (self.device, self.query_tool)
-        data = self.parse_query(self.run([self.query_tool, "-d", self.device, "q"], what), what)
+        data = self.parse_query(self.run(flint_query_argv(self.query_tool, self.device), what), what)
         if not data["fw_version"]:
             raise ToolError("%s failed: no FW Version line" % what)
         flashed = data["fw_version"]
@@ -215,15 +228,7 @@ class Card:
 
     def burn(self, tool, image, cross_psid, downgrade):
         """One burn; returns the result. Raises ToolError for any failure the tool reports."""
-        if tool in ("flint", "mstflint"):
-            argv = [tool, "-d", self.device, "-i", image, "-y"]
-            if cross_psid:
-                argv.append("--allow_psid_change")
-            argv.append("burn")
-        else:
-            argv = [tool, "-d", self.device, "-i", image, "-u", "-y"]
-            if downgrade:
-                argv.append("-f")
+        argv = burn_argv(tool, self.device, image, cross_psid, downgrade)
         what = "burn %s to %s with %s" % (image, self.device, tool)
         result = self.runner.run(argv)
         if result.rc in (130, 137, 143) or (result.rc < 0):

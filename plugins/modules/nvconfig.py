@@ -346,6 +346,11 @@ def desired_params(table, device_type, params, mode):
     return wanted
 
 
+def set_argv(tool, device, assignments):
+    """``TOOL -d DEVICE -y set NAME=VALUE ...``: every change in one call (Next Boot only)."""
+    return [tool, "-d", device, "-y", "set"] + list(assignments)
+
+
 def configure(runner, device, params, mode, tool, check_mode):
     nv = NvConfig(runner, tool)
     if not device:
@@ -364,7 +369,7 @@ def configure(runner, device, params, mode, tool, check_mode):
 
     after = before
     if changes and not check_mode:
-        argv = [tool, "-d", device, "-y", "set"] + ["%s=%s" % (c["name"], wanted[c["name"]].token) for c in changes]
+        argv = set_argv(tool, device, ["%s=%s" % (c["name"], wanted[c["name"]].token) for c in changes])
         what = "set NV configuration of %s" % device
         result = run_tool(runner, argv, what, hint="; a restricted host (zero trust) cannot write: configure from "
                                                    "the DPU Arm side")

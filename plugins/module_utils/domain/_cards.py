@@ -155,6 +155,16 @@ def group_by_card(functions):
     return devices
 
 
+def nvconfig_query_argv(tool, device):
+    """``mlxconfig`` / ``mstconfig``: every parameter with default, current and next-boot values."""
+    return [tool, "-d", device, "-e", "q"]
+
+
+def flint_query_argv(tool, device):
+    """``flint`` / ``mstflint``: the flashed (and running) firmware of a card."""
+    return [tool, "-d", device, "q"]
+
+
 def query_nvconfig(runner, device, tool="mlxconfig", missing_hint=""):
     """The device block of ``TOOL -d DEVICE -e q`` (``_mlxconfig.parse_mlxconfig_query``) and the result.
 
@@ -162,7 +172,7 @@ def query_nvconfig(runner, device, tool="mlxconfig", missing_hint=""):
     """
     what = "query NV configuration of %s" % device
     check_device(tool, device)
-    result = run_tool(runner, [tool, "-d", device, "-e", "q"], what, missing_hint=missing_hint)
+    result = run_tool(runner, nvconfig_query_argv(tool, device), what, missing_hint=missing_hint)
     data = parse_output(parse_mlxconfig_query, result, what)
     if data["errors"] or not data["devices"]:
         raise ToolError("%s failed: %s" % (what, "; ".join(data["errors"]) or "no device block"), result)
@@ -173,7 +183,7 @@ def flint_versions(runner, device, what, allow_missing=False, tool="flint"):
     """``{"flashed", "running"}`` from ``TOOL -d DEVICE q`` (``flint`` or ``mstflint``; running = flashed when
     it prints no running line); None when the tool is missing and ``allow_missing``."""
     check_device(tool, device)
-    result = run_tool(runner, [tool, "-d", device, "q"], what, allow_missing=allow_missing)
+    result = run_tool(runner, flint_query_argv(tool, device), what, allow_missing=allow_missing)
     if result is None:
         return None
     q = parse_output(parse_flint_query, result, what)
