@@ -210,3 +210,22 @@ def test_the_setup_scripts_pass_shellcheck():
     need("shellcheck")
     result = run(["shellcheck", *sorted(str(p) for p in (ROOT / "scripts").glob("*.sh"))])
     assert result.returncode == 0, result.stdout
+
+
+def test_tools_info_reads_the_real_versions(monkeypatch, capsys):
+    """tools_info against the installed programs: Debian 12's mstflint and strongSwan 5.9.8 (no packet offload)."""
+    import json
+
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.bluefleet.dpu.plugins.modules import tools_info
+    need("mstflint")
+    need("swanctl")
+    with patch_module_args({"require": ["firmware"]}):
+        with pytest.raises(SystemExit):
+            tools_info.main()
+    result = json.loads(capsys.readouterr().out)
+    assert "failed" not in result, result
+    assert re.fullmatch(r"\d+\.\d+\.\d+(-\d+)?", result["tools"]["mstflint"]["version"])
+    assert re.fullmatch(r"\d+\.\d+\.\d+", result["tools"]["strongswan"]["version"])
+    packet = tuple(int(x) for x in result["tools"]["strongswan"]["version"].split(".")) >= (5, 9, 10)
+    assert result["ipsec_packet_offload"] is packet
