@@ -25,7 +25,7 @@ options:
         C(mstfwreset)).
       - C(mst) - MFT's C(mst) (finding cards without a device option; not in mstflint).
       - C(ipsec_packet_offload) - strongSwan >= 5.9.10, the first release that accepts C(hw_offload = packet)
-        (an older charon discards the whole connection: "invalid value for: hw_offload, config discarded").
+        (an older charon discards the whole connection with "invalid value for hw_offload, config discarded").
       - C(bfb_install) - C(bfb-install) or C(doca-installer).
     type: list
     elements: str

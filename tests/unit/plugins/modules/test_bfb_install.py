@@ -15,9 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import pathlib
 import stat
+import sys
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
