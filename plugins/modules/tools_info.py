@@ -25,7 +25,8 @@ options:
         C(mstfwreset)).
       - C(mst) - MFT's C(mst) (finding cards without a device option; not in mstflint).
       - C(ipsec_packet_offload) - strongSwan >= 5.9.10, the first release that accepts C(hw_offload = packet)
-        (an older charon discards the whole connection with "invalid value for hw_offload, config discarded").
+        (an older charon refuses the C(packet) value and discards the whole connection, and C(swanctl --load-all)
+        exits 22).
       - C(bfb_install) - C(bfb-install) or C(doca-installer).
     type: list
     elements: str

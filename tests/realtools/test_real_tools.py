@@ -75,9 +75,9 @@ def need_root():
         pytest.skip("not run: network namespaces need root")
 
 
-def run(argv, timeout=30, **kw):
+def run(argv, timeout=30, env=None):
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                          env=dict(os.environ, LC_ALL="C"), **kw)
+                          env=dict(env or os.environ, LC_ALL="C"))
 
 
 def mstflint_name(argv):
@@ -229,3 +229,79 @@ def test_tools_info_reads_the_real_versions(monkeypatch, capsys):
     assert re.fullmatch(r"\d+\.\d+\.\d+", result["tools"]["strongswan"]["version"])
     packet = tuple(int(x) for x in result["tools"]["strongswan"]["version"].split(".")) >= (5, 9, 10)
     assert result["ipsec_packet_offload"] is packet
+
+
+# --- Open vSwitch: the module and the parser against a real ovsdb-server + ovs-vswitchd -----------------------------
+
+@pytest.fixture
+def real_ovs(tmp_path):
+    """ovsdb-server and ovs-vswitchd of this test only (unix socket in tmp_path, netdev datapath); stopped after."""
+    for program in ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl"):
+        need(program)
+    schema = Path("/usr/share/openvswitch/vswitch.ovsschema")
+    env = dict(os.environ, OVS_RUNDIR=str(tmp_path), OVS_DBDIR=str(tmp_path), OVS_LOGDIR=str(tmp_path), LC_ALL="C")
+    sock = "unix:%s/db.sock" % tmp_path
+    started = []
+    try:
+        for argv in (["ovsdb-tool", "create", str(tmp_path / "conf.db"), str(schema)],
+                     ["ovsdb-server", str(tmp_path / "conf.db"), "--remote=p" + sock, "--pidfile", "--detach",
+                      "--log-file"],
+                     ["ovs-vsctl", "--no-wait", "init"],
+                     ["ovs-vswitchd", "--pidfile", "--detach", "--log-file", sock]):
+            result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30, check=False)
+            assert result.returncode == 0, (argv, result.stderr)
+            if argv[0] in ("ovsdb-server", "ovs-vswitchd"):
+                started.append(tmp_path / ("%s.pid" % argv[0]))
+        yield env
+    finally:
+        for pidfile in reversed(started):
+            if pidfile.exists():
+                os.kill(int(pidfile.read_text().strip()), 15)
+
+
+def _ovs_bridge(monkeypatch, capsys, env, args, check_mode=False):
+    import json
+
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
+    monkeypatch.setattr(ovs_bridge, "ToolRunner", lambda timeout: ToolRunner(timeout=timeout, environ=env))
+    with patch_module_args(dict(args, _ansible_check_mode=check_mode)):
+        with pytest.raises(SystemExit):
+            ovs_bridge.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_ovs_bridge_against_real_open_vswitch(real_ovs, monkeypatch, capsys):
+    """check mode, apply, apply again, absent with datapath_type (issue 18 (6)), against the real programs."""
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._ovs import parse_vsctl_show
+    args = {"bridge": "br-sfc", "datapath_type": "netdev", "other_config": {"hw-offload": "true"}}
+    check = _ovs_bridge(monkeypatch, capsys, real_ovs, args, check_mode=True)
+    assert check["changed"] is True and "failed" not in check, check
+    shown = run(["ovs-vsctl", "show"], env=real_ovs).stdout
+    assert "br-sfc" not in shown
+    applied = _ovs_bridge(monkeypatch, capsys, real_ovs, args)
+    assert applied["changed"] is True and "failed" not in applied, applied
+    assert applied["bridge"]["datapath_type"] == "netdev"
+    again = _ovs_bridge(monkeypatch, capsys, real_ovs, args)
+    assert again["changed"] is False, again
+    parsed = parse_vsctl_show(run(["ovs-vsctl", "show"], env=real_ovs).stdout)
+    assert json_dumps(parsed).count("br-sfc") >= 1
+    gone = _ovs_bridge(monkeypatch, capsys, real_ovs, dict(args, state="absent"))
+    assert gone["changed"] is True and "failed" not in gone, gone
+    assert "br-sfc" not in run(["ovs-vsctl", "show"], env=real_ovs).stdout
+
+
+def json_dumps(data):
+    import json
+    return json.dumps(data)
+
+
+def test_ethtool_features_of_a_real_veth_parse(netns):
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._ethtool import parse_features
+    need("ethtool")
+    made = run(["ip", "-n", netns, "link", "add", "ens1f0np0", "type", "veth", "peer", "name", "pf0hpf"])
+    assert made.returncode == 0, made.stderr
+    out = run(["ip", "netns", "exec", netns, "ethtool", "-k", "ens1f0np0"])
+    assert out.returncode == 0, out.stderr
+    features = parse_features(out.stdout)
+    assert json_dumps(features).count("tx-checksumming") == 1
