@@ -24,9 +24,9 @@ options:
       - C(firmware) - MFT or mstflint (C(mlxconfig) or C(mstconfig), C(flint) or C(mstflint), C(mlxfwreset) or
         C(mstfwreset)).
       - C(mst) - MFT's C(mst) (finding cards without a device option; not in mstflint).
-      - C(ipsec_packet_offload) - strongSwan >= 5.9.10, the first release that accepts C(hw_offload = packet)
-        (an older charon refuses the C(packet) value and discards the whole connection, and C(swanctl --load-all)
-        exits 22).
+      - C(ipsec_packet_offload) - strongSwan >= 5.9.10, the first release that accepts C(hw_offload = packet) and
+        C(hw_offload = crypto) (an older charon refuses those values and discards the whole connection, and
+        C(swanctl --load-all) exits 22; it knows C(yes), C(no) and C(auto)).
       - C(bfb_install) - C(bfb-install) or C(doca-installer).
     type: list
     elements: str
@@ -80,7 +80,7 @@ tools:
     mstflint: {present: true, path: /usr/bin/mstflint, version: 4.21.0, note: null}
     strongswan: {present: true, path: /usr/sbin/swanctl, version: 5.9.8, note: null}
 ipsec_packet_offload:
-  description: True when the strongSwan found is 5.9.10 or later (C(hw_offload = packet) accepted).
+  description: True when the strongSwan found is 5.9.10 or later (C(hw_offload = packet) and C(= crypto) accepted).
   returned: always
   type: bool
 missing:
@@ -116,7 +116,8 @@ ADVICE = {
     "mst": "mst comes with NVIDIA MFT only; with mstflint give the modules the card's PCI address (device option)",
     "ipsec_packet_offload": "hw_offload = packet needs strongSwan >= 5.9.10 (NVIDIA's BlueField image ships a 5.9.10 "
                             "build; Debian 12 has 5.9.8, Ubuntu 22.04 5.9.5): install the DOCA/BFB strongSwan or a "
-                            "6.x, or set ipsec_hw_offload to crypto",
+                            "6.x, or set ipsec_hw_offload to yes (crypto offload; an older charon refuses 'packet' "
+                            "and 'crypto')",
     "bfb_install": "install rshim-user-space (bfb-install) or DOCA 3.x's doca-installer on the host with the rshim",
 }
 

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -305,3 +306,73 @@ def test_ethtool_features_of_a_real_veth_parse(netns):
     assert out.returncode == 0, out.stderr
     features = parse_features(out.stdout)
     assert json_dumps(features).count("tx-checksumming") == 1
+
+
+# --- strongSwan: the role's swanctl configuration loaded into a real charon in the test's namespace ----------------
+
+def _render_connections(hw_offload):
+    import jinja2
+    from ansible.plugins.filter.core import to_bool
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT / "roles" / "ipsec" / "templates")),
+                             trim_blocks=True)
+    env.filters["bool"] = to_bool
+    peers = [{"name": "d2", "local_uplink_ip": "192.0.2.1", "uplink_ip": "192.0.2.2", "local_vtep": "10.0.0.1/32",
+              "vtep": "10.0.0.2/32"}]
+    text = env.get_template("connections.conf.j2").render(
+        ansible_managed="test", inventory_hostname="d1", ipsec_topology="mesh", __ipsec_peers=peers,
+        ipsec_encap=False, ipsec_proposals="aes256gcm16-prfsha384-ecp384", ipsec_auth="psk",
+        ipsec_esp_proposals="aes256gcm16-ecp384", ipsec_start_action="trap", ipsec_hw_offload=hw_offload)
+    secret = 'secrets {\n    ike-d2 {\n        id = d2\n        secret = "0123456789abcdef0123456789abcdef"\n    }\n}\n'
+    return text + "\n" + secret
+
+
+@pytest.fixture
+def charon(netns, tmp_path):
+    """A charon of this test in its namespace, its vici socket in tmp_path (no system socket is touched)."""
+    daemon = next((p for p in ("/usr/lib/ipsec/charon", "/usr/libexec/ipsec/charon") if os.path.exists(p)), None)
+    if daemon is None:
+        need("charon")
+    need("swanctl")
+    if os.path.exists("/var/run/charon.pid"):
+        pytest.skip("not run: a charon of this machine runs (/var/run/charon.pid); the test's would clash with it")
+    vici = "unix://%s/charon.vici" % tmp_path
+    conf = tmp_path / "strongswan.conf"
+    conf.write_text("charon {\n  plugins {\n    include /etc/strongswan.d/charon/*.conf\n"
+                    "    vici {\n      socket = %s\n    }\n    stroke {\n      load = no\n    }\n  }\n"
+                    "  install_routes = no\n}\nswanctl {\n  socket = %s\n}\n" % (vici, vici), encoding="utf-8")
+    env = dict(os.environ, STRONGSWAN_CONF=str(conf), LC_ALL="C")
+    run(["ip", "-n", netns, "link", "set", "lo", "up"])
+    proc = subprocess.Popen(["ip", "netns", "exec", netns, daemon], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if (tmp_path / "charon.vici").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert (tmp_path / "charon.vici").exists(), "charon did not open its vici socket"
+        yield env
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _swanctl_version():
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._tool_versions import parse_tool_version
+    return tuple(parse_tool_version(run(["swanctl", "--help"]).stdout)["numbers"][:3])
+
+
+@pytest.mark.parametrize("hw_offload", ["packet", "yes"])
+def test_swanctl_configuration_is_loaded_by_a_real_charon(charon, netns, tmp_path, hw_offload):
+    """Issue 18 (3): a charon older than 5.9.10 discards a connection with hw_offload = packet ('invalid value for:
+    hw_offload, config discarded', exit 22) - what tools_info's ipsec_packet_offload predicts; 'yes' loads."""
+    path = tmp_path / "swanctl.conf"
+    path.write_text(_render_connections(hw_offload), encoding="utf-8")
+    result = run(["ip", "netns", "exec", netns, "swanctl", "--load-all", "--file", str(path)], env=charon)
+    supported = hw_offload == "yes" or _swanctl_version() >= (5, 9, 10)
+    if supported:
+        assert result.returncode == 0 and "loaded connection 'bf-d2'" in result.stdout, result.stdout
+        listed = run(["ip", "netns", "exec", netns, "swanctl", "--list-conns"], env=charon)
+        assert "bf-d2-vtep" in listed.stdout
+    else:
+        assert result.returncode == 22, result.stdout
+        assert "invalid value for: hw_offload, config discarded" in result.stderr
