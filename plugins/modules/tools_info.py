@@ -45,7 +45,7 @@ attributes:
     description: Nothing changes, so there is no diff.
 notes:
   - The tools are looked up on C(PATH) of the task's environment and run with C(LC_ALL=C).
-  - C(bfb-install) has no C(--version); its version is not read (RV(tools.bfb_install.version) is null with a
+  - C(bfb-install) has no C(--version); its version is not read (its entry in RV(tools) has a null version and a
     reason).
 """
 

@@ -204,3 +204,17 @@ def test_state_module_is_used_read_only(twin):
     before = state.load_node(t.root).runtime
     t.run("ib_write_bw", *CLIENT)
     assert state.load_node(t.root).runtime == before
+
+
+@pytest.mark.parametrize("profile, line", [
+    ("bluefield2", " ibv_wr* API     : ON"),
+    ("bluefield3", " ibv_wr* API     : ON\t\tUsing DDP      : OFF"),
+    ("connectx7", " ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF"),
+])
+def test_ibv_wr_line_follows_the_profiles_perftest(twin, profile, line):
+    """Issue 18 (7): perftest printed no DDP column before 25.01 and renamed it 'Enhanced Reorder' in 25.10
+    (linux-rdma/perftest src/perftest_parameters.c, commits 1ed34b1 and 799923f); the twin prints its profile's."""
+    t = twin(profile)
+    rc, out, err = t.run("ib_write_bw", *CLIENT)
+    assert rc == 0, err
+    assert line in out.split("\n")
