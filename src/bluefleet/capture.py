@@ -24,6 +24,19 @@ import sys
 from pathlib import Path
 
 MELLANOX = "0x15b3"
+# MFT's program -> the same program in Debian/Ubuntu's mstflint package (used when MFT's is not installed).
+MSTFLINT_NAMES = {"mlxconfig": "mstconfig", "flint": "mstflint", "mlxfwreset": "mstfwreset",
+                  "mlxprivhost": "mstprivhost"}
+
+
+def installed_argv(argv: list[str]) -> list[str] | None:
+    """``argv`` as it can run here: MFT's program, else mstflint's name of it, else None (not installed)."""
+    if shutil.which(argv[0]) is not None:
+        return argv
+    other = MSTFLINT_NAMES.get(argv[0])
+    if other and shutil.which(other) is not None:
+        return [other] + argv[1:]
+    return None
 
 
 def discover_devices(sysfs: Path = Path("/sys/bus/pci/devices")) -> list[str]:
@@ -100,9 +113,10 @@ def run_capture(out_dir: Path, commands: list[list[str]], timeout: float) -> dic
         "commands": [],
         "skipped": [],
     }
-    for index, argv in enumerate(commands):
-        if shutil.which(argv[0]) is None:
-            manifest["skipped"].append({"argv": argv, "reason": "not installed"})
+    for index, wanted in enumerate(commands):
+        argv = installed_argv(wanted)
+        if argv is None:
+            manifest["skipped"].append({"argv": wanted, "reason": "not installed"})
             continue
         try:
             proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout, check=False)

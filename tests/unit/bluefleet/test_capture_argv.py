@@ -21,3 +21,11 @@ def test_cma_roce_mode_gets_an_rdma_device_not_a_netdev(tmp_path):
 
 def test_no_infiniband_class_means_no_rdma_devices(tmp_path):
     assert capture.discover_rdma_devices(tmp_path / "missing") == []
+
+
+def test_mstflint_names_stand_in_for_mft_ones(monkeypatch):
+    """On a machine with Debian's mstflint only, the MFT queries run under mstflint's names (issue 18 (4))."""
+    monkeypatch.setattr(capture.shutil, "which", lambda name: "/usr/bin/" + name if name.startswith("mst") else None)
+    assert capture.installed_argv(["flint", "-d", "0000:03:00.0", "q"]) == ["mstflint", "-d", "0000:03:00.0", "q"]
+    assert capture.installed_argv(["mlxconfig", "-d", "x", "-e", "q"]) == ["mstconfig", "-d", "x", "-e", "q"]
+    assert capture.installed_argv(["mlxfwmanager", "--query"]) is None
