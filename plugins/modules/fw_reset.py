@@ -324,8 +324,8 @@ class Card:
             return device, side
         if device and not self.runner.which("mst"):
             return device, side_of(local_netdevs())
-        functions, result = read_mst(self.runner, missing_hint="; mst is part of NVIDIA MFT: with mstflint only, "
-                                                             "set device to the card's PCI address")
+        hint = "; mst is part of NVIDIA MFT: with mstflint only, set device to the card's PCI address"
+        functions, result = read_mst(self.runner, missing_hint=hint)
         if side == "auto":
             side = side_of(n for d in functions for n in d["net"])
         if not device:
