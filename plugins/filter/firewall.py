@@ -145,7 +145,9 @@ def _rule_lines(rule):
             to_host.append("%s counter accept%s" % (src, comment))
             continue
         if proto in ("icmp", "icmpv6"):
-            match = "ip protocol icmp" if proto == "icmp" else "ip6 nexthdr icmpv6"
+            # ICMPv6 behind extension headers (hop-by-hop, routing, fragment) has another ip6 nexthdr: match the
+            # transport protocol nft finds after them (meta l4proto), as nft's own icmpv6 dependency does.
+            match = "ip protocol icmp" if proto == "icmp" else "meta l4proto ipv6-icmp"
             to_fabric.append("%s %s counter accept%s" % (dst, match, comment))
             to_host.append("%s %s counter accept%s" % (src, match, comment))
             continue

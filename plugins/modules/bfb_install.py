@@ -207,7 +207,8 @@ cmd:
   type: list
   elements: list
 tool_version:
-  description: First line of C(bfb-install --version), or null when it does not answer it.
+  description: The version of the rshim package that ships C(bfb-install) (C(dpkg-query)); C(bfb-install) has no
+    C(--version). Null where dpkg does not know the package (rshim built from source).
   returned: always
   type: str
 """
@@ -229,7 +230,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._bfb import (
     render_bf_cfg,
     scrub,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import flint_versions
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import flint_versions, pick_tool
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import change_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import parse_bfver
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
@@ -338,18 +339,28 @@ class Dpu:
     def nic_firmware(self):
         if not self.p["device"]:
             return None
-        return flint_versions(self.runner, self.p["device"], "query NIC firmware of %s with flint" % self.p["device"])
+        tool = pick_tool(self.runner, "flint")
+        what = "query NIC firmware of %s with %s" % (self.p["device"], tool)
+        return flint_versions(self.runner, self.p["device"], what, tool=tool)
 
     def install(self, cfg_text):
         """Run bfb-install once (bf.cfg in a private 0600 file, deleted afterwards); return (console, result)."""
-        argv = ["bfb-install", "--rshim", os.path.basename(self.p["rshim"].rstrip("/")), "--bfb", self.p["bfb"]]
+        rshim = os.path.basename(self.p["rshim"].rstrip("/"))
+        bfb = self.p["bfb"]
         workdir = None
         try:
-            if cfg_text:
+            cfg_path = None
+            if cfg_text or any(c.isspace() for c in bfb):
                 workdir = tempfile.mkdtemp(prefix="bluefleet-bfcfg-")
+            if any(c.isspace() for c in bfb):
+                # bfb-install breaks on a path with spaces: give it a link without any, in the private folder
+                link = os.path.join(workdir, "bundle.bfb")
+                os.symlink(os.path.abspath(bfb), link)
+                bfb = link
+            if cfg_text:
                 cfg_path = os.path.join(workdir, "bf.cfg")
                 write_file(cfg_path, cfg_text, mode=0o600)
-                argv += ["--config", cfg_path]
+            argv = install_argv(rshim, bfb, cfg_path)
             started = self.clock()
             result = self.runner.run(argv, timeout=self.p["timeout"])
             seconds = round(self.clock() - started, 1)
@@ -380,6 +391,15 @@ class Dpu:
             if release is not None or self.clock() >= deadline:
                 return release, result
             self.sleep(self.p["poll_interval"])
+
+
+# bfb-install has no --version (rshim-user-space's script rejects it): the version is the rshim package's.
+TOOL_VERSION_ARGV = ["dpkg-query", "-W", "-f=${Version}\\n", "rshim"]
+
+
+def install_argv(rshim, bfb, config=None):
+    """``bfb-install --rshim rshimN --bfb FILE [--config FILE]`` (rshim-user-space 2.8)."""
+    return ["bfb-install", "--rshim", rshim, "--bfb", bfb] + (["--config", config] if config else [])
 
 
 def build_cfg(p):
@@ -485,7 +505,7 @@ def main():
     except ToolError as exc:
         module.fail_json(msg=scrub(exc.msg, secrets), cmd=[list(a) for a in runner.cmd],
                          **failure_details(exc, secrets))
-    result["tool_version"] = version_line(runner, ["bfb-install", "--version"])
+    result["tool_version"] = version_line(runner, TOOL_VERSION_ARGV)
     result["cmd"] = [list(a) for a in runner.cmd]
     if module.check_mode:
         result["check_mode_prediction"] = True

@@ -27,7 +27,9 @@ options:
   device:
     description:
       - The card (C(-d) of the tools), an mst device or a PCI address. When omitted, the only card
-        C(mst status -v) lists.
+        C(mst status -v) lists (MFT only; with Debian's mstflint, which has no C(mst), set it).
+      - With mstflint's tools (C(mstconfig), C(mstflint), C(mstfwreset)), used when MFT's are not on C(PATH), a
+        PCI address (C(0000:03:00.0)); an MST device file is refused before anything runs.
     type: str
   changes:
     description:
@@ -231,6 +233,11 @@ firmware_reset_supported:
   description: mlxfwreset level 3 is reported Supported (false when mlxfwreset is missing).
   returned: always
   type: bool
+reset_tool:
+  description: The program that queries and resets the card, C(mlxfwreset) (MFT) or C(mstfwreset) (mstflint).
+  returned: always
+  type: str
+  sample: mlxfwreset
 verified:
   description: The card was read again after the reset and nothing is pending.
   returned: always
@@ -245,7 +252,8 @@ cmd:
   type: list
   elements: list
 tool_version:
-  description: First line of C(mlxfwreset --version), or null when the tool does not answer it.
+  description: First line of C(mlxfwreset --version) (or C(mstfwreset --version)), or null when the tool does not
+    answer it.
   returned: always
   type: str
 """
@@ -254,9 +262,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
-    Card,
-)
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import Card
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import PlanError, describe, plan, render
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import (
     parse_mlxfwreset_reset,
@@ -274,6 +280,11 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 )
 
 ACTIONS = ("firmware_reset", "warm_reboot", "power_cycle")
+
+
+def reset_argv(tool, device, sync1):
+    """The level-3 firmware reset command line."""
+    return [tool, "-d", device, "-y", "-l", "3"] + (["--sync", "1"] if sync1 else []) + ["r"]
 
 
 def changes_of(state, extra):
@@ -352,8 +363,9 @@ class Resetter:
 
     def apply(self, reset, device, sync1):
         if reset == "firmware_reset":
-            argv = ["mlxfwreset", "-d", device, "-y", "-l", "3"] + (["--sync", "1"] if sync1 else []) + ["r"]
-            result = run_tool(self.runner, argv, "reset the firmware of %s with mlxfwreset" % device)
+            tool = self.card.reset_tool
+            result = run_tool(self.runner, reset_argv(tool, device, sync1), "reset the firmware of %s with %s"
+                              % (device, tool))
             out = parse_output(parse_mlxfwreset_reset, result, "reset the firmware of %s" % device)
             if not out["ok"]:
                 raise ToolError("reset the firmware of %s failed: mlxfwreset did not say the firmware was loaded (%s)"
@@ -437,6 +449,7 @@ def run_reset(runner, params, check_mode):
         "pending": pending_summary(after),
         "firmware": after["firmware"],
         "firmware_reset_supported": level3,
+        "reset_tool": card.reset_tool,
         "verified": verified,
         "diff": make_diff(pending_summary(before), predicted if check_mode else pending_summary(after),
                           "%s pending before" % device, "%s pending after" % device),
@@ -484,7 +497,7 @@ def main():
         supports_check_mode=True,
     )
     run_module(module, "reset the card", ToolRunner, lambda runner: run_reset(runner, module.params, module.check_mode),
-               lambda result: ["mlxfwreset", "--version"], predicts=False)
+               lambda result: [result["reset_tool"], "--version"], predicts=False)
 
 
 if __name__ == "__main__":

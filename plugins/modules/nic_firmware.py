@@ -26,8 +26,10 @@ author:
   - bluefleet developers (!UNKNOWN)
 options:
   device:
-    description: The card, as the tools take it in C(-d) - an mst device (C(/dev/mst/mt41692_pciconf0)) or a PCI
-      address (C(e2:00.0)).
+    description:
+      - The card, as the tools take it in C(-d) - a PCI address (C(0000:e2:00.0)), which every tool takes, or an
+        mst device (C(/dev/mst/mt41692_pciconf0)), which only MFT's C(flint) / C(mlxfwmanager) open.
+      - C(mstflint) refuses an mst device file ("Unable to parse device name"); the module refuses it first.
     type: str
     required: true
   image:
@@ -84,7 +86,7 @@ seealso:
 EXAMPLES = r"""
 - name: NIC firmware 32.43.1014 on the BlueField-3
   bluefleet.dpu.nic_firmware:
-    device: /dev/mst/mt41692_pciconf0
+    device: "0000:e2:00.0"
     image: /srv/firmware/fw-BlueField-3-rel-32_43_1014-900-9D3B6-00CV-A_Ax.bin
     version: 32.43.1014
     sha256: "{{ bf3_fw_sha256 }}"
@@ -92,7 +94,7 @@ EXAMPLES = r"""
 
 - name: Activate it with the smallest reset the node allows
   bluefleet.dpu.fw_reset:
-    device: /dev/mst/mt41692_pciconf0
+    device: "0000:e2:00.0"
   when: fw.reset_required != 'none'
 
 - name: Cross-flash a card to another PSID (changes its identity)
@@ -162,7 +164,10 @@ tool_version:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import Card
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
+    Card,
+    check_device,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import change_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
@@ -188,8 +193,10 @@ def pick_tool(runner, tool):
     return "flint" if runner.which("flint") else "mstflint"
 
 
-def plan_reset(firmware):
-    if firmware["pending"]:
+def plan_reset(firmware, psid_changed=False):
+    """A burnt image runs after a firmware reset; an image of another PSID at the same version too (flint q then
+    shows no running version)."""
+    if firmware["pending"] or psid_changed:
         return change_reset({"kind": "nic_firmware"})
     return "none", ""
 
@@ -197,6 +204,8 @@ def plan_reset(firmware):
 def run_firmware(runner, p, check_mode):
     tool = pick_tool(runner, p["tool"])
     query_tool = _QUERY_TOOL[tool]
+    check_device(query_tool, p["device"])
+    check_device(tool, p["device"])
     card = Card(runner, p["device"], query_tool)
     image_path = p["image"]
     label = "burn firmware to %s" % p["device"]
@@ -218,8 +227,9 @@ def run_firmware(runner, p, check_mode):
                         % (label, image_path, image["version"], p["version"], p["version"]))
     before = card.state()
     want = image["version"]
-    changed = before["flashed"] != want
     cross_psid = bool(before["psid"]) and image["psid"] != before["psid"]
+    # the same version for another PSID is another firmware (issue 17): a change, or refused below
+    changed = before["flashed"] != want or cross_psid
     if changed:
         # The major number of a firmware version names the device family (24.x BlueField-2, 32.x BlueField-3,
         # 28.x ConnectX-7: ../shared/corpus mlxfwmanager/flint captures, src/dpusim/profiles): no PSID change
@@ -267,7 +277,7 @@ def run_firmware(runner, p, check_mode):
         if after["flashed"] != want:
             raise ToolError("%s failed: %s reported success but the flash holds %s, not %s"
                             % (label, tool, after["flashed"], want), firmware=after)
-    reset, reason = plan_reset(after)
+    reset, reason = plan_reset(after, changed and cross_psid)
     keys = ("flashed", "running", "psid")
     return {
         "changed": changed,

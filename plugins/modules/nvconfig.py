@@ -26,8 +26,10 @@ options:
     description:
       - The card, as the tools take it in C(-d) - an mst device (C(/dev/mst/mt41692_pciconf0)) or a PCI
         address (C(03:00.0)).
-      - When omitted, the module asks C(mst status -v) and uses the only card it lists; with several cards it
-        fails and lists them.
+      - When omitted, the module asks C(mst status -v) (MFT) and uses the only card it lists; with several cards it
+        fails and lists them. With O(tool=mstconfig) it uses that card's PCI address.
+      - C(mstconfig) (mstflint) takes a PCI address or an RDMA device, never an MST device file; such a device is
+        refused before anything runs.
     type: str
   params:
     description:
@@ -192,7 +194,12 @@ import difflib
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import only_card, query_nvconfig, read_mst
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
+    INSTALL_HINT,
+    only_card,
+    query_nvconfig,
+    read_mst,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest, param_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_set, split_value
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
@@ -224,7 +231,7 @@ MODE_PARAMS = {
     },
 }
 
-MISSING_HINT = "; install MFT or mstflint, or put the tool on PATH of the task's environment"
+MISSING_HINT = INSTALL_HINT
 _NAMED_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\((?P<number>-?\d+)\)$")
 _INT_RE = re.compile(r"^-?\d+$")
 _HEX_RE = re.compile(r"^0[xX][0-9a-fA-F]+$")
@@ -296,7 +303,9 @@ class NvConfig:
         self.tool = tool
 
     def discover(self):
-        return only_card(*read_mst(self.runner, missing_hint=MISSING_HINT))
+        functions, result = read_mst(self.runner, missing_hint="; mst is part of NVIDIA MFT: with mstflint only, set "
+                                                               "device to the card's PCI address")
+        return only_card(functions, result, pci=self.tool != "mlxconfig")
 
     def query(self, device):
         return query_nvconfig(self.runner, device, self.tool, missing_hint=MISSING_HINT)[0]
@@ -345,6 +354,11 @@ def desired_params(table, device_type, params, mode):
     return wanted
 
 
+def set_argv(tool, device, assignments):
+    """``TOOL -d DEVICE -y set NAME=VALUE ...``: every change in one call (Next Boot only)."""
+    return [tool, "-d", device, "-y", "set"] + list(assignments)
+
+
 def configure(runner, device, params, mode, tool, check_mode):
     nv = NvConfig(runner, tool)
     if not device:
@@ -363,7 +377,7 @@ def configure(runner, device, params, mode, tool, check_mode):
 
     after = before
     if changes and not check_mode:
-        argv = [tool, "-d", device, "-y", "set"] + ["%s=%s" % (c["name"], wanted[c["name"]].token) for c in changes]
+        argv = set_argv(tool, device, ["%s=%s" % (c["name"], wanted[c["name"]].token) for c in changes])
         what = "set NV configuration of %s" % device
         result = run_tool(runner, argv, what, hint="; a restricted host (zero trust) cannot write: configure from "
                                                    "the DPU Arm side")

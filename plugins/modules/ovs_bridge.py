@@ -233,8 +233,9 @@ def run_bridge(runner, params, check_mode):
             raise ToolError("%s failed: OVS reports %s" % (what, "; ".join(
                 "%s: %s" % kv for kv in sorted(after_br["interface_errors"].items()))))
         bad = [k for k in params["other_config"] if after_other.get(k) != params["other_config"][k]]
+        # datapath_type is only checked on a bridge that should exist (state absent ignores it)
         if after_br["exists"] != want_br["exists"] or after_br["ports"] != want_br["ports"] or bad or (
-                params["datapath_type"] and after_br["datapath_type"] != params["datapath_type"]):
+                want_br["exists"] and params["datapath_type"] and after_br["datapath_type"] != params["datapath_type"]):
             raise ToolError("%s failed: read back %s other_config %s, wanted %s"
                             % (what, after_br, after_other, want_br))
     named = sorted(params["other_config"])

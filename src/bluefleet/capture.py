@@ -5,8 +5,10 @@ Only commands that read are run (queries, never set/burn/reset). Each command ru
 ``DIR/manifest.json`` (format 1, see docs/dpusim.md). Commands whose program is not installed are
 listed under ``skipped``; a command that times out is recorded with rc 124.
 
-Devices are found in sysfs (PCI vendor 0x15b3, function 0, and the netdevs bound to them),
-or given with ``--device BDF`` (repeatable) and ``--netdev NAME``.
+Devices are found in sysfs (PCI vendor 0x15b3, function 0, the netdevs bound to them and the RDMA
+devices in /sys/class/infiniband), or given with ``--device BDF`` (repeatable), ``--netdev NAME`` and
+``--rdma-device NAME``. ``cma_roce_mode -d`` takes an RDMA device (``mlx5_0``, mlnx-tools' cma_roce_mode),
+not a netdev.
 """
 
 from __future__ import annotations
@@ -22,6 +24,19 @@ import sys
 from pathlib import Path
 
 MELLANOX = "0x15b3"
+# MFT's program -> the same program in Debian/Ubuntu's mstflint package (used when MFT's is not installed).
+MSTFLINT_NAMES = {"mlxconfig": "mstconfig", "flint": "mstflint", "mlxfwreset": "mstfwreset",
+                  "mlxprivhost": "mstprivhost"}
+
+
+def installed_argv(argv: list[str]) -> list[str] | None:
+    """``argv`` as it can run here: MFT's program, else mstflint's name of it, else None (not installed)."""
+    if shutil.which(argv[0]) is not None:
+        return argv
+    other = MSTFLINT_NAMES.get(argv[0])
+    if other and shutil.which(other) is not None:
+        return [other] + argv[1:]
+    return None
 
 
 def discover_devices(sysfs: Path = Path("/sys/bus/pci/devices")) -> list[str]:
@@ -54,7 +69,14 @@ def discover_netdevs(sysfs: Path = Path("/sys/class/net")) -> list[str]:
     return found
 
 
-def command_list(devices: list[str], netdevs: list[str]) -> list[list[str]]:
+def discover_rdma_devices(sysfs: Path = Path("/sys/class/infiniband")) -> list[str]:
+    """RDMA device names (``mlx5_0``) of the machine."""
+    if not sysfs.is_dir():
+        return []
+    return sorted(dev.name for dev in sysfs.iterdir())
+
+
+def command_list(devices: list[str], netdevs: list[str], rdma_devices: list[str] = ()) -> list[list[str]]:
     """The read-only queries, in the order they run."""
     cmds: list[list[str]] = [
         ["mst", "status"],
@@ -74,8 +96,9 @@ def command_list(devices: list[str], netdevs: list[str]) -> list[list[str]]:
              ["ibdev2netdev"], ["ibv_devinfo"], ["rdma", "link", "show"], ["show_gids"], ["nvidia-smi"],
              ["nvidia-smi", "topo", "-m"]]
     for net in netdevs:
-        cmds += [["ethtool", "-i", net], ["ethtool", "-k", net], ["mlnx_qos", "-i", net],
-                 ["cma_roce_mode", "-d", net]]
+        cmds += [["ethtool", "-i", net], ["ethtool", "-k", net], ["mlnx_qos", "-i", net]]
+    for rdma in rdma_devices:
+        cmds += [["cma_roce_mode", "-d", rdma, "-p", "1"], ["cma_roce_tos", "-d", rdma, "-p", "1"]]
     return cmds
 
 
@@ -90,9 +113,10 @@ def run_capture(out_dir: Path, commands: list[list[str]], timeout: float) -> dic
         "commands": [],
         "skipped": [],
     }
-    for index, argv in enumerate(commands):
-        if shutil.which(argv[0]) is None:
-            manifest["skipped"].append({"argv": argv, "reason": "not installed"})
+    for index, wanted in enumerate(commands):
+        argv = installed_argv(wanted)
+        if argv is None:
+            manifest["skipped"].append({"argv": wanted, "reason": "not installed"})
             continue
         try:
             proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout, check=False)
@@ -112,11 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dir", help="output directory (created)")
     p.add_argument("--device", action="append", help="PCI address to query (default: found in sysfs)")
     p.add_argument("--netdev", action="append", help="netdev to query (default: found in sysfs)")
+    p.add_argument("--rdma-device", action="append", help="RDMA device to query (default: found in sysfs)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per command (default 60)")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     devices = args.device if args.device else discover_devices()
     netdevs = args.netdev if args.netdev else discover_netdevs()
-    manifest = run_capture(Path(args.dir), command_list(devices, netdevs), args.timeout)
+    rdma = args.rdma_device if args.rdma_device else discover_rdma_devices()
+    manifest = run_capture(Path(args.dir), command_list(devices, netdevs, rdma), args.timeout)
     print("bluefleet capture: %d commands saved, %d skipped (not installed), in %s"
           % (len(manifest["commands"]), len(manifest["skipped"]), Path(args.dir).resolve()))
     if not manifest["commands"]:

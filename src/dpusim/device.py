@@ -78,6 +78,8 @@ def firmware_reset(node: Any, card: Any, level: int) -> list[str]:
         return []
     mark_unsettled(card)
     activated = activate(card, power_cycle=False)
+    card.data["last_reset"] = "warm"
+    card.data["warm_resets"] = card.data.get("warm_resets", 0) + 1
     node.data["runtime"] = {}
     if card.is_bluefield:
         arm_reboot(card)
@@ -130,6 +132,8 @@ def power_cycle(node: Any) -> dict[str, list[str]]:
     for card in node.cards:
         result[str(card.dir)] = activate(card, power_cycle=True)
         card.data.pop("mode_change_unsettled", None)
+        card.data["last_reset"] = "cold"
+        card.data["warm_resets"] = 0
         card.data["power_cycles"] = card.data.get("power_cycles", 0) + 1
         if node.role == "host":
             node.data["seen_power_cycles"] = node.data.get("seen_power_cycles", 0) + 1

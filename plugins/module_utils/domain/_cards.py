@@ -11,11 +11,17 @@
   ``flint_versions()`` (``flint -d DEV q``: flashed and running firmware).
 - ``Card``: the one device handle of the collection (fw_reset and nic_firmware use it).
 
+- Which program: MFT names (``mlxconfig``, ``flint``, ``mlxfwreset``, ``mlxprivhost``) or Debian's mstflint
+  names (``mstconfig``, ``mstflint``, ``mstfwreset``, ``mstprivhost``), ``pick_tool()``. mstflint's tools open a
+  device through mtcr_ul, which takes a PCI address or an RDMA device and refuses an MST device file
+  ("Unable to parse device name", mstflint mtcr_ul/mtcr_ul_com.c): ``check_device()`` says so before running.
+
 Errors are ``_tooling.ToolError`` with the command that explains them. No AnsibleModule import.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn, parse_flint_query
@@ -27,6 +33,15 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner imp
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError, parse_output, run_tool
 
 MST_STATUS_ARGV = ("mst", "status", "-v")
+
+# MFT program -> the same program as Debian's mstflint package names it.
+MSTFLINT_NAME = {"mlxconfig": "mstconfig", "flint": "mstflint", "mlxfwreset": "mstfwreset",
+                 "mlxprivhost": "mstprivhost"}
+MSTFLINT_TOOLS = tuple(MSTFLINT_NAME.values())
+INSTALL_HINT = ("; install NVIDIA MFT (mlxconfig, flint, mlxfwreset, mst) or Debian/Ubuntu's mstflint package "
+                "(mstconfig, mstflint, mstfwreset, mstprivhost; it has no mst), or put the tool on PATH of the "
+                "task's environment")
+_MST_DEVICE_RE = re.compile(r"^(?:/dev/mst/)?mt\d+_pci(?:conf|cr)\d+(?:\.\d+)?$")
 
 _FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
 _HOST_REP_RE = re.compile(r"^pf\d+hpf$")
@@ -61,15 +76,49 @@ def read_mst(runner, missing_hint=""):
     return parse_output(parse_mst_status, result, "find the card")["devices"], result
 
 
-def card_handles(functions):
+def is_mst_device(device):
+    """True for an MST device file (``/dev/mst/mt41692_pciconf0``, ``mt4129_pciconf0.1``) as MFT's mst makes."""
+    return bool(device) and (device.startswith("/dev/mst/") or bool(_MST_DEVICE_RE.match(device)))
+
+
+def check_device(tool, device):
+    """ToolError when ``tool`` is one of mstflint's programs and ``device`` an MST device file it cannot open."""
+    if tool in MSTFLINT_TOOLS and is_mst_device(device):
+        mft = next(k for k, v in MSTFLINT_NAME.items() if v == tool)
+        raise ToolError("%s cannot open the MST device file %s (mstflint's tools say 'Unable to parse device name'): "
+                        "set device to the card's PCI address (0000:03:00.0, as lspci -D -d 15b3: or mst status -v "
+                        "prints it), or install MFT and use %s" % (tool, device, mft))
+
+
+def pick_tool(runner, mft_name):
+    """``mft_name`` when it is on PATH, else mstflint's name of it when that is, else ``mft_name`` (whose run
+    then fails with the install hint)."""
+    if runner.which(mft_name):
+        return mft_name
+    other = MSTFLINT_NAME.get(mft_name)
+    if other and runner.which(other):
+        return other
+    return mft_name
+
+
+def card_handles(functions, pci=False):
     """The cards of ``functions`` (rows of ``mst status -v``) as the tools' ``-d`` argument, sorted:
-    the mst device without its ``.N`` function suffix, or the PCI address when mst prints ``NA``."""
+    the mst device without its ``.N`` function suffix, or the PCI address when mst prints ``NA``.
+    ``pci``: always the PCI address of the card's first function (for mstflint's tools)."""
+    if pci:
+        first = {}
+        for f in functions:
+            if f["pci"]:
+                bdf = full_bdf(f["pci"])
+                card = pci_device(bdf)
+                first[card] = min(first.get(card, bdf), bdf)
+        return sorted(first.values())
     return sorted({_FUNCTION_SUFFIX_RE.sub("", f["mst"]) if known(f["mst"]) else f["pci"] for f in functions})
 
 
-def only_card(functions, result=None):
+def only_card(functions, result=None, pci=False):
     """The one card of ``functions``; ToolError naming them all when there is not exactly one."""
-    cards = card_handles(functions)
+    cards = card_handles(functions, pci)
     if len(cards) != 1:
         raise ToolError("find the card failed: mst status -v lists %d cards (%s); set the device option"
                         % (len(cards), ", ".join(cards) or "none"), result)
@@ -111,27 +160,65 @@ def group_by_card(functions):
     return devices
 
 
+def nvconfig_query_argv(tool, device):
+    """``mlxconfig`` / ``mstconfig``: every parameter with default, current and next-boot values."""
+    return [tool, "-d", device, "-e", "q"]
+
+
+def flint_query_argv(tool, device):
+    """``flint`` / ``mstflint``: the flashed (and running) firmware of a card."""
+    return [tool, "-d", device, "q"]
+
+
 def query_nvconfig(runner, device, tool="mlxconfig", missing_hint=""):
     """The device block of ``TOOL -d DEVICE -e q`` (``_mlxconfig.parse_mlxconfig_query``) and the result.
 
     Error lines in the output, or no device block, raise ToolError.
     """
     what = "query NV configuration of %s" % device
-    result = run_tool(runner, [tool, "-d", device, "-e", "q"], what, missing_hint=missing_hint)
+    check_device(tool, device)
+    result = run_tool(runner, nvconfig_query_argv(tool, device), what, missing_hint=missing_hint)
     data = parse_output(parse_mlxconfig_query, result, what)
     if data["errors"] or not data["devices"]:
         raise ToolError("%s failed: %s" % (what, "; ".join(data["errors"]) or "no device block"), result)
     return data["devices"][0], result
 
 
-def flint_versions(runner, device, what, allow_missing=False):
-    """``{"flashed", "running"}`` from ``flint -d DEVICE q`` (running = flashed when flint prints no running
-    line); None when flint is missing and ``allow_missing``."""
-    result = run_tool(runner, ["flint", "-d", device, "q"], what, allow_missing=allow_missing)
+def flint_versions(runner, device, what, allow_missing=False, tool="flint"):
+    """``{"flashed", "running"}`` from ``TOOL -d DEVICE q`` (``flint`` or ``mstflint``; running = flashed when
+    it prints no running line); None when the tool is missing and ``allow_missing``."""
+    check_device(tool, device)
+    result = run_tool(runner, flint_query_argv(tool, device), what, allow_missing=allow_missing)
     if result is None:
         return None
     q = parse_output(parse_flint_query, result, what)
     return {"flashed": q["fw_version"], "running": q["running_fw_version"] or q["fw_version"]}
+
+
+def image_query_argv(tool, image):
+    """``flint -i IMAGE q``: the image's version and PSID."""
+    return [tool, "-i", image, "q"]
+
+
+def burn_argv(tool, device, image, cross_psid=False, downgrade=False):
+    """The burn: ``flint``/``mstflint ... -y [--allow_psid_change] burn`` or ``mlxfwmanager``/``mstfwmanager ... -u -y
+    [-f]`` (``-f`` lets the firmware manager go down a version)."""
+    if tool in ("flint", "mstflint"):
+        return [tool, "-d", device, "-i", image, "-y"] + (["--allow_psid_change"] if cross_psid else []) + ["burn"]
+    return [tool, "-d", device, "-i", image, "-u", "-y"] + (["-f"] if downgrade else [])
+
+
+def reset_query_argv(tool, device):
+    """The reset-level query command line of mlxfwreset / mstfwreset."""
+    return [tool, "-d", device, "q"]
+
+
+def local_netdevs(root="/sys/class/net"):
+    """The netdev names of this machine (the side when MFT's mst is not there to say it)."""
+    try:
+        return sorted(os.listdir(root))
+    except OSError:
+        return []
 
 
 class Card:
@@ -147,17 +234,38 @@ class Card:
         self.device = device
         self.query_tool = query_tool
 
+    # MFT's programs when installed, else mstflint's (which take a PCI address, never an MST device file)
+    @property
+    def config_tool(self):
+        return pick_tool(self.runner, "mlxconfig")
+
+    @property
+    def flint_tool(self):
+        return pick_tool(self.runner, "flint")
+
+    @property
+    def reset_tool(self):
+        return pick_tool(self.runner, "mlxfwreset")
+
     def discover(self, device, side):
-        functions, result = read_mst(self.runner)
+        """``mst status -v`` only when it is needed (no device, or the side to find) and installed."""
+        if device and side != "auto":
+            return device, side
+        if device and not self.runner.which("mst"):
+            return device, side_of(local_netdevs())
+        hint = "; mst is part of NVIDIA MFT: with mstflint only, set device to the card's PCI address"
+        functions, result = read_mst(self.runner, missing_hint=hint)
         if side == "auto":
             side = side_of(n for d in functions for n in d["net"])
         if not device:
-            device = only_card(functions, result)
+            device = only_card(functions, result, pci=self.config_tool != "mlxconfig")
         return device, side
 
     def pending(self, device):
         """``{"device_type", "bluefield", "mode", "nvconfig": {NAME: (current, next)}, "firmware": {...}}``."""
-        dev = query_nvconfig(self.runner, device)[0]
+        for tool in (self.config_tool, self.flint_tool, self.reset_tool):
+            check_device(tool, device)
+        dev = query_nvconfig(self.runner, device, self.config_tool, missing_hint=INSTALL_HINT)[0]
         params = dev["params"]
         pending = {name: (e["current"], e["next_boot"]) for name, e in sorted(params.items())
                    if e["current"] is not None and e["current"] != e["next_boot"]}
@@ -166,7 +274,8 @@ class Card:
         if bluefield:
             engine = params.get("INTERNAL_CPU_OFFLOAD_ENGINE", {}).get("current")
             mode = "nic" if engine is not None and split_value(engine)[1] == 1 else "dpu"
-        firmware = flint_versions(self.runner, device, "query firmware of %s" % device, allow_missing=True)
+        firmware = flint_versions(self.runner, device, "query firmware of %s" % device, allow_missing=True,
+                                  tool=self.flint_tool)
         if firmware is None:
             firmware = {"flashed": None, "running": None}
         return {"device_type": dev["device_type"], "bluefield": bluefield, "mode": mode, "nvconfig": pending,
@@ -175,7 +284,7 @@ class Card:
     def levels(self, device):
         """``(level 3 supported, sync 1 supported)``; both false when mlxfwreset is missing."""
         what = "query reset levels of %s" % device
-        result = run_tool(self.runner, ["mlxfwreset", "-d", device, "q"], what, allow_missing=True)
+        result = run_tool(self.runner, reset_query_argv(self.reset_tool, device), what, allow_missing=True)
         if result is None:
             return False, False
         data = parse_output(parse_mlxfwreset_query, result, what)
@@ -194,14 +303,14 @@ class Card:
 
     def image(self, path):
         what = "read firmware image %s with %s" % (path, self.query_tool)
-        data = self.parse_query(self.run([self.query_tool, "-i", path, "q"], what), what)
+        data = self.parse_query(self.run(image_query_argv(self.query_tool, path), what), what)
         if not data["fw_version"] or not data["psid"]:
             raise ToolError("%s failed: the image query printed no FW Version or PSID" % what)
         return {"version": data["fw_version"], "psid": data["psid"]}
 
     def state(self):
         what = "query firmware of %s with %s" % (self.device, self.query_tool)
-        data = self.parse_query(self.run([self.query_tool, "-d", self.device, "q"], what), what)
+        data = self.parse_query(self.run(flint_query_argv(self.query_tool, self.device), what), what)
         if not data["fw_version"]:
             raise ToolError("%s failed: no FW Version line" % what)
         flashed = data["fw_version"]
@@ -210,15 +319,7 @@ class Card:
 
     def burn(self, tool, image, cross_psid, downgrade):
         """One burn; returns the result. Raises ToolError for any failure the tool reports."""
-        if tool in ("flint", "mstflint"):
-            argv = [tool, "-d", self.device, "-i", image, "-y"]
-            if cross_psid:
-                argv.append("--allow_psid_change")
-            argv.append("burn")
-        else:
-            argv = [tool, "-d", self.device, "-i", image, "-u", "-y"]
-            if downgrade:
-                argv.append("-f")
+        argv = burn_argv(tool, self.device, image, cross_psid, downgrade)
         what = "burn %s to %s with %s" % (image, self.device, tool)
         result = self.runner.run(argv)
         if result.rc in (130, 137, 143) or (result.rc < 0):

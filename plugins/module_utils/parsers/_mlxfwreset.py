@@ -8,6 +8,15 @@ The FORMAT file covers the reset run; the query layout (sections ``Reset-levels:
 ``Reset-types (...):``, ``Reset-sync (...):`` of ``N: description  -Supported|-Not Supported
 [(default)]`` rows) is taken from a published BlueField-3 capture (fixture
 ``bf3-mlxfwreset-q-blockquote``), not from the source: the corpus has no query sample.
+
+Since mstflint 4.26 (2023-08) the query may end with ``Reset-reason: ... Warm reset|Cold reset`` and
+``Timestamp (number of clock cycles) since last cold reset: N`` (cmd_reg_mrsi.py query_text); since
+mstflint 4.31/4.33 (2025-01..07, MFT 4.30+) a firmware with the MROQ register gets a
+``The following query is relevant only for reset-type N:`` header, ``Reset sync (...)`` (a space)
+with a third owner ``2: FW is the owner`` and a ``Reset request method (...)`` section
+(mstfwreset.py query branch, cmd_reg_mroq.py print_query_text). Both layouts are read; the new
+sections land in ``sync`` and ``methods``, the header in ``reset_type``, the last lines in
+``reset_reason`` and ``timestamp``.
 """
 
 from __future__ import annotations
@@ -24,19 +33,40 @@ _ROW_RE = re.compile(
     r"^(?P<num>\d+)\s*:\s*(?P<desc>.*?)\s*-\s*(?P<support>Supported|Not\s+Supported)\s*(?P<default>\(default\))?\s*$",
     re.IGNORECASE,
 )
-_SECTION_RE = re.compile(r"^(?P<title>Reset-[A-Za-z]+)(?:\s*\((?P<note>[^)]*)\))?\s*:\s*$")
-_SECTION_KEYS = {"reset-levels": "levels", "reset-types": "types", "reset-sync": "sync"}
+_SECTION_RE = re.compile(r"^(?P<title>Reset[- ][A-Za-z]+(?: [A-Za-z]+)*?)(?:\s*\((?P<note>[^)]*)\))?\s*:\s*$")
+_SECTION_KEYS = {"reset-levels": "levels", "reset-types": "types", "reset-sync": "sync", "reset sync": "sync",
+                 "reset request method": "methods"}
+_FOR_TYPE_RE = re.compile(r"^The following query is relevant only for reset-type (?P<type>\d+)\s*:\s*$")
+_REASON_RE = re.compile(r"^Reset-reason\s*:\s*(?P<value>.*?)\s*$")
+_TIMESTAMP_RE = re.compile(r"^Timestamp \((?P<unit>[^)]*)\) since last cold reset\s*:\s*(?P<value>.*?)\s*$")
 
 
 def parse_mlxfwreset_query(text):
-    """``mlxfwreset -d DEV q``: ``{"levels": [...], "types": [...], "sync": [...], "notes": {...}}``."""
+    """``mlxfwreset -d DEV q``: ``{"levels": [...], "types": [...], "sync": [...], "methods": [...], "notes": {...},
+    "reset_type": N|None, "reset_reason": str|None, "timestamp": int|str|None}``."""
     kind = "mlxfwreset-query"
     lines = split_lines(text)
-    result = {"levels": [], "types": [], "sync": [], "notes": {}, "errors": [], "messages": []}
+    result = {"levels": [], "types": [], "sync": [], "methods": [], "notes": {}, "reset_type": None,
+              "reset_reason": None, "timestamp": None, "errors": [], "messages": []}
     section = None
     for index, raw in enumerate(lines):
         line = raw.strip()
         if not line:
+            continue
+        match = _FOR_TYPE_RE.match(line)
+        if match:
+            result["reset_type"] = int(match.group("type"))
+            continue
+        match = _REASON_RE.match(line)
+        if match:
+            result["reset_reason"] = match.group("value")
+            section = None
+            continue
+        match = _TIMESTAMP_RE.match(line)
+        if match:
+            value = match.group("value")
+            result["timestamp"] = int(value) if value.isdigit() else value
+            section = None
             continue
         if line.startswith("-E-"):
             result["errors"].append(line[3:].strip())
@@ -46,7 +76,7 @@ def parse_mlxfwreset_query(text):
             continue
         match = _SECTION_RE.match(line)
         if match:
-            title = match.group("title").lower()
+            title = " ".join(match.group("title").lower().split())
             section = _SECTION_KEYS.get(title, title)
             result.setdefault(section, [])
             if match.group("note"):
@@ -62,7 +92,8 @@ def parse_mlxfwreset_query(text):
             entry["level" if section == "levels" else "id"] = int(match.group("num"))
             result[section].append(entry)
             continue
-        raise ParseError(kind, "expected a 'Reset-levels:' style title or 'N: description -Supported' row",
+        raise ParseError(kind, "expected a 'Reset-levels:' / 'Reset sync (...):' title, 'N: description -Supported' "
+                               "row or 'Reset-reason:' line",
                          index + 1, raw)
     if not result["levels"] and not result["errors"]:
         raise no_structure(kind, lines, "'Reset-levels:' followed by 'N: description -Supported' rows")

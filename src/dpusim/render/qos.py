@@ -48,7 +48,8 @@ def mlnx_qos(q: dict) -> str:
     if q["trust"] == "dscp":
         out.append("dscp2prio mapping:")
         out += _dscp_lines(q["app_table"])
-    out.append("default priority:")
+    if q.get("default_priority_line", True):  # mlnx-tools before 25.07 (removed with --defltprio, commit 374d9b5)
+        out.append("default priority:")
     if not q.get("buffer_error"):
         msg = "Receive buffer size (bytes): " + "".join("%1d," % b for b in q["buffer_size"])
         if q.get("max_buffer_size") is not None:

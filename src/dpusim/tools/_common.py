@@ -30,8 +30,44 @@ def emit(text: str, stream: str = "stdout") -> None:
     out.flush()
 
 
+# mstflint's names of the tools open devices through mtcr_ul (mtcr_ul/mtcr_ul_com.c): a PCI address
+# (``bb:dd.f`` / ``dddd:bb:dd.f``), ``pciconf-...``, a sysfs ``config`` / ``resource0`` path or an ib device
+# (``mlx5_N``). An MST device file (``/dev/mst/mt4129_pciconf0``, MFT's ``mst start``) is refused. The texts,
+# streams and exit statuses below were printed by Debian 12's mstflint 4.21.0+1-1 (``-d /dev/mst/mt4129_pciconf0``
+# and ``q`` / ``query``), recorded for issue 18; {dev} is the name given.
+MSTFLINT_TOOLS = ("mstflint", "mstconfig", "mstfwreset", "mstprivhost")
+MST_NAME_REFUSAL = {
+    "mstflint": (1, "-E- Cannot open Device: {dev}. Invalid argument. MFE_CR_ERROR\n",
+                 "Unable to parse device name {dev}\nUnable to parse device name {dev}\n"),
+    "mstconfig": (3, "-E- Failed to open the device\n", "Unable to parse device name {dev}\n"),
+    "mstfwreset": (1, "-E- Failed to Identify Device: {dev}, Unable to parse device name {dev}\nmopen: Invalid "
+                      "argument\n.\n", ""),
+    "mstprivhost": (1, "-E- Unknown device '{dev}'!\n", ""),
+}
+_MST_NAME_RE = re.compile(r"^(?:/dev/mst/)?mt\d+_pci(?:conf|cr)\d+(?:\.\d+)?$")
+
+
+def mst_device_refused(argv: list[str], prog: str) -> str | None:
+    """The ``-d`` value that an mstflint tool named ``prog`` cannot parse, or None."""
+    if prog not in MSTFLINT_TOOLS:
+        return None
+    for index, arg in enumerate(argv[:-1]):
+        if arg in ("-d", "--device", "--dev"):
+            value = argv[index + 1]
+            if value.startswith("/dev/mst/") or _MST_NAME_RE.match(value):
+                return value
+    return None
+
+
 def run_tool(body, argv: list[str], prog: str) -> int:
     """Run ``body(argv, prog)``; turn ``ToolExit`` into output + exit status."""
+    refused = mst_device_refused(argv, prog)
+    if refused is not None:
+        rc, out, err = MST_NAME_REFUSAL[prog]
+        if err:
+            emit(err.format(dev=refused), "stderr")
+        emit(out.format(dev=refused))
+        return rc
     try:
         return int(body(argv, prog) or 0)
     except ToolExit as exc:

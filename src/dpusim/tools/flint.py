@@ -103,6 +103,15 @@ def check_image_for(card: state.Card, img: dict, allow_psid_change: bool) -> Non
                        "it is intended for: %s only" % (card.profile["device_type"], device_name(img["profile"])))
 
 
+# flint/subcommands.cpp (mstflint @ b9d9e844): burnCbFs3Func -> CbCommon prints "\r<pre>%3d%%" while it writes,
+# "\r<pre>OK  \n" at 100 and "\r<endStr>\n" at 101; the twin prints the percentages at quarter steps.
+BURN_STEP = "Burning FW image without signatures - "
+
+
+def progress(done: int) -> None:
+    emit("\r%s%3d%%" % (BURN_STEP, done))
+
+
 def burn(node: state.Node, card: state.Card, dev: str, img: dict, assume_yes: bool, allow_psid_change: bool) -> int:
     check_image_for(card, img, allow_psid_change)
     fw = card.data["firmware"]
@@ -126,7 +135,8 @@ def burn(node: state.Node, card: state.Card, dev: str, img: dict, assume_yes: bo
         emit("\n")
         raise ToolExit("-E- Burning FS4 image failed: the host is restricted (mlxprivhost); "
                        "burn from the DPU Arm side")
-    emit("\nBurning FW image without signatures - ")
+    emit("\n")
+    progress(0)
     new = {"version": img["version"], "release_date": None, "psid": img["psid"], "device_id": img["device_id"],
            "roms": copy.deepcopy(card.profile.get("roms", []))}
     interrupted = faults.active(node, "interrupted_burn", card) is not None
@@ -139,6 +149,7 @@ def burn(node: state.Node, card: state.Card, dev: str, img: dict, assume_yes: bo
         wcard.data["firmware"]["burn_in_progress"] = {"version": img["version"]}
     if interrupted:
         clock.sleep(clock.DURATIONS["burn"] / 2)
+        progress(50)
         with state.open_node() as wnode:
             wcard = next(c for c in wnode.cards if c.dir == card.dir)
             wfw = wcard.data["firmware"]
@@ -147,7 +158,10 @@ def burn(node: state.Node, card: state.Card, dev: str, img: dict, assume_yes: bo
             wfw["burn_in_progress"] = None
             faults.clear_fault(wnode, "interrupted_burn")
         raise ToolExit("", rc=130)
-    clock.sleep("burn")
+    for done in (25, 50, 75):
+        clock.sleep(clock.DURATIONS["burn"] / 4)
+        progress(done)
+    clock.sleep(clock.DURATIONS["burn"] / 4)
     with state.open_node() as wnode:
         wcard = next(c for c in wnode.cards if c.dir == card.dir)
         wfw = wcard.data["firmware"]
@@ -155,8 +169,8 @@ def burn(node: state.Node, card: state.Card, dev: str, img: dict, assume_yes: bo
         wfw["banks"][inactive] = new
         wfw["active_bank"] = inactive
         wfw["burn_in_progress"] = None
-    emit("OK\n")
-    emit("Restoring signature                     - OK\n")
+    emit("\r%sOK  \n" % BURN_STEP)  # CbCommon(100)
+    emit("\rRestoring signature                     - OK\n")  # CbCommon(101): burnCbFs3Func's endStr
     emit("-I- To load new FW run mlxfwreset or reboot machine.\n")
     return 0
 

@@ -10,10 +10,18 @@ BlueField-3 (DOCA 2.9.2) shows them (0, 3, 4 supported; sync 1 "Driver is the ow
 Level 0 (live patch) is reported Supported only while a pending firmware differs from the running
 one in the last version field alone, and then activates that firmware only (conservative model of
 LFWP); what each other level activates is in ``dpusim.device``.
+
+Query layout by the profile's ``mlxfwreset_layout`` (override ``DPUSIM_MLXFWRESET_LAYOUT``):
+``2022`` the MFRL/MCAM text above (``Reset-sync (...)``, two owners); ``2025`` the MROQ branch of
+mstflint >= 4.33 / MFT >= 4.30 (mstfwreset.py query: ``The following query is relevant only for
+reset-type N:``; cmd_reg_mroq.py print_query_text: ``Reset sync (...)`` with ``NIC Driver is the
+owner`` and ``FW is the owner``, ``Reset request method (...)``; cmd_reg_mrsi.py query_text:
+``Reset-reason:`` and ``Timestamp (number of clock cycles) since last cold reset:``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from dpusim import clock, device, state
@@ -44,6 +52,7 @@ TYPES = [
     (4, "ARM OS shut down"),
 ]
 ROW = "{0}: {1:<62}-{2:<14}{3}\n"
+SYNC_ROW = "{}: {:<62}-{:<14}\n"  # cmd_reg_mroq.py: a row with no default column
 
 
 def live_patchable(card: state.Card) -> bool:
@@ -71,10 +80,16 @@ def default_level(sup: dict) -> int:
     raise ToolExit("-E- There is no supported reset-level.")
 
 
+def layout_of(card: state.Card) -> str:
+    return os.environ.get("DPUSIM_MLXFWRESET_LAYOUT") or card.profile.get("mlxfwreset_layout", "2025")
+
+
 def render_query(card: state.Card) -> str:
     sup = support(card)
     dflt = default_level(sup)
-    out = ["Reset-levels:\n"]
+    mroq = layout_of(card) == "2025"
+    out = ["The following query is relevant only for reset-type 0:\n\n"] if mroq else []
+    out.append("Reset-levels:\n")
     for level, text in LEVELS:
         ok = sup["levels"][level]
         out.append(ROW.format(level, text, "Supported" if ok else "Not Supported",
@@ -85,12 +100,38 @@ def render_query(card: state.Card) -> str:
         out.append(ROW.format(rtype, text, "Supported" if ok else "Not Supported", "(default)" if rtype == 0 else ""))
     out.append("\n")
     tool_owner = sup["syncs"][0]
+    if mroq:
+        return "".join(out) + render_mroq(card, sup)
     out.append("Reset-sync (relevant only for reset-level 3):\n")
     out.append(ROW.format(0, "Tool is the owner", "Supported" if tool_owner else "Not supported",
                           "(default)" if tool_owner else ""))
     out.append(ROW.format(1, "Driver is the owner", "Supported" if sup["syncs"][1] else "Not supported",
                           "" if tool_owner else "(default)"))
     out.append("\n")
+    return "".join(out)
+
+
+def render_mroq(card: state.Card, sup: dict) -> str:
+    """The MROQ and MRSI sections (cmd_reg_mroq.py print_query_text, cmd_reg_mrsi.py query_text)."""
+    out = ["Reset sync (relevant only for reset-level 3):\n"]
+    default_found = False
+    for flow, text in ((0, "Tool is the owner"), (1, "NIC Driver is the owner"), (2, "FW is the owner")):
+        if not sup["syncs"].get(flow, False):
+            out.append(SYNC_ROW.format(flow, text, "Not Supported"))
+        elif flow == 2:
+            out.append(SYNC_ROW.format(flow, text, "Supported"))
+        else:
+            out.append(ROW.format(flow, text, "Supported", "(default)" if not default_found else ""))
+            default_found = True
+    out.append("\n\nReset request method (relevant only for reset-level 3):\n")
+    out.append(ROW.format(0, "Link Disable method", "Supported", "(default)"))
+    out.append(ROW.format(1, "Hot reset (SBR)", "Not Supported", ""))
+    # MRSI: reset_reason 1 is a warm reset; crts counts clock cycles since the last cold reset. The twin has no
+    # cycle counter: it prints the number of warm resets since the last power cycle (0 after a cold boot).
+    reason = "Warm reset" if card.data.get("last_reset") == "warm" else "Cold reset"
+    out.append("\n\n{}: {:<51}{:<14}\n".format("Reset-reason", "", reason))
+    out.append("{}: {:<7}{:<14}\n\n".format("Timestamp (number of clock cycles) since last cold reset", "",
+                                                 card.data.get("warm_resets", 0)))
     return "".join(out)
 
 

@@ -7,6 +7,11 @@ inline note, the server's ``Waiting for client`` banner, the active-MTU note, th
 block, per QP the local (then remote) address and GID (bytes as ``%02d``), and the result row
 `` %-7lu    %-10lu       %-7.2lf            %-7.2lf\\t\\t     %-7.6lf`` (Gb/sec with ``--report_gbits``).
 
+The ``ibv_wr* API`` line follows the perftest release the profile's ``perftest_layout`` names (override
+``DPUSIM_PERFTEST_LAYOUT``; linux-rdma/perftest src/perftest_parameters.c): ``2024`` (before 25.01, e.g. Debian's
+4.5-0.17) the line alone; ``2025`` (25.01 .. 25.07, commit 1ed34b1) ``\t\tUsing DDP      : OFF`` after it;
+``2025-10`` (25.10 and later, commit 799923f) ``\t\tUsing Enhanced Reorder      : OFF``.
+
 Forms answered: ``ib_write_bw -d DEV [-i PORT] -x GID -R -T TOS [-s SIZE] [-q QPS] [-D SEC | -n ITERS] [-m MTU]
 [-F] [--report_gbits] [-p TCPPORT] [--source_ip IP] [--use_cuda[=N]] [--use_cuda_dmabuf] [SERVER]``;
 other forms are refused with a message naming what the twin answers.
@@ -95,13 +100,29 @@ def render_cuda(r: dict) -> str:
     return "".join(out)
 
 
+WR_API_LINE = {
+    "2024": " ibv_wr* API     : ON\n",
+    "2025": " ibv_wr* API     : ON\t\tUsing DDP      : OFF\n",
+    "2025-10": " ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF\n",
+}
+
+
+def layout_of(node: state.Node) -> str:
+    layout = os.environ.get("DPUSIM_PERFTEST_LAYOUT") or (
+        node.cards[0].profile.get("perftest_layout", "2025") if node.cards else "2025")
+    if layout not in WR_API_LINE:
+        raise ToolExit("dpusim: unknown perftest layout %r (%s)" % (layout, ", ".join(WR_API_LINE)), rc=1,
+                       stream="stderr")
+    return layout
+
+
 def render_report(r: dict) -> str:
     out = [LINE, "                    RDMA_Write BW Test\n"]
     out.append(" Dual-port       : OFF\t\tDevice         : %s\n" % r["device"])
     out.append(" Number of qps   : %d\t\tTransport type : IB\n" % r["qps"])
     out.append(" Connection type : RC\t\tUsing SRQ      : OFF\n")
     out.append(" PCIe relax order: ON\t\tLock-free      : OFF\n")
-    out.append(" ibv_wr* API     : ON\t\tUsing DDP      : OFF\n")
+    out.append(WR_API_LINE[r.get("layout", "2025")])
     if not r.get("server"):
         out.append(" TX depth        : 128\n")
     out.append(" CQ Moderation   : 1\n")
@@ -249,11 +270,13 @@ def body(argv: list[str], prog: str) -> int:
         lossless = _lossless(node, p["netdev"], opts["tos"])
         peermem = "nvidia_peermem" in ls.modules(node)
         gpus = ls.gpus(node)
+        layout = layout_of(node)
     server = opts["server_addr"] is None
     mtu = min(opts["mtu"], active) if opts["mtu"] else active
     r = {"duration": opts["duration"], "server": server, "device": opts["device"], "qps": opts["qps"], "mtu": mtu,
          "gid_index": opts["gid_index"], "tos": opts["tos"],
-         "mtu_reduced_to": IB_MTUS[active] if opts["mtu"] and opts["mtu"] > active else None, "cuda": None}
+         "mtu_reduced_to": IB_MTUS[active] if opts["mtu"] and opts["mtu"] > active else None, "cuda": None,
+         "layout": layout}
     if opts["cuda"] is not None:
         if opts["cuda"] >= len(gpus):
             raise ToolExit("dpusim: ib_write_bw: no CUDA device %d (this node has %d)" % (opts["cuda"], len(gpus)),

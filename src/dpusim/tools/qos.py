@@ -10,6 +10,7 @@ table holds DSCP entries, else ``pcp``. Not modelled: ``--defltprio`` (its outpu
 from __future__ import annotations
 
 import argparse
+import os
 
 from dpusim import linux_state as ls
 from dpusim import state
@@ -83,6 +84,10 @@ def _mlnx_qos(argv: list[str]) -> int:
             raise ToolExit(f"dpusim: mlnx_qos: {o.intf} is not a netdev of this node's card(s) and no real "
                            "mlnx_qos is installed for other interfaces", rc=1, stream="stderr")
         check_arm_up(node)
+        layout = os.environ.get("DPUSIM_MLNX_TOOLS_LAYOUT") or nd["card"].profile.get("mlnx_tools_layout", "2024")
+        if layout == "2025" and o.defltprio is not None:
+            # mlnx-tools >= 25.07 has no --defltprio (commit 374d9b5): optparse refuses the option
+            raise ToolExit(USAGE + "\nmlnx_qos: error: no such option: --defltprio", rc=2, stream="stderr")
         if nd["kind"] in ("hostrep", "vfrep", "sf"):
             raise ToolExit("ETS features are not supported on your system")
         q = ls.qos(node, o.intf)
@@ -170,7 +175,7 @@ def _mlnx_qos(argv: list[str]) -> int:
         if q != before:
             ls.set_qos(node, o.intf, q)
         q["printall"] = o.printall
-        emit(render.mlnx_qos(q))
+        emit(render.mlnx_qos(dict(q, default_priority_line=layout != "2025")))
     return 0
 
 

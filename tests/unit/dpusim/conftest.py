@@ -69,6 +69,9 @@ def corpus_dir() -> Path:
 def twin(tmp_path, monkeypatch):
     monkeypatch.setenv("DPUSIM_TIME_SCALE", "0")
     monkeypatch.delenv("DPUSIM_MLXCONFIG_LAYOUT", raising=False)
+    monkeypatch.delenv("DPUSIM_MLXFWRESET_LAYOUT", raising=False)
+    monkeypatch.delenv("DPUSIM_PERFTEST_LAYOUT", raising=False)
+    monkeypatch.delenv("DPUSIM_MLNX_TOOLS_LAYOUT", raising=False)
     counter = {"n": 0}
 
     def make(*profiles: str, role: str = "host", card_dir: Path | None = None, name: str | None = None) -> Twin:

@@ -443,3 +443,18 @@ def test_bad_invocations_fail_clearly(pair, capsys, monkeypatch, role, argv, rc,
     got_rc, out, err = run(capsys, monkeypatch, pair[role], argv[0], *argv[1:])
     assert got_rc == rc
     assert message in out + err
+
+
+def test_mlnx_qos_default_priority_line_follows_the_profiles_mlnx_tools(pair, capsys, monkeypatch):
+    """Issue 18 (7): mlnx-tools 25.07 removed the 'default priority:' line and --defltprio (Mellanox/mlnx-tools
+    commit 374d9b5); the twin prints and refuses as the mlnx-tools its profile claims."""
+    host = pair["host"]
+    monkeypatch.delenv("DPUSIM_MLNX_TOOLS_LAYOUT", raising=False)
+    out = run(capsys, monkeypatch, host, "mlnx_qos", "-i", "ens1f0np0")[1]
+    assert "default priority:" in out.splitlines()  # bluefield3: before 25.07
+    monkeypatch.setenv("DPUSIM_MLNX_TOOLS_LAYOUT", "2025")
+    rc, out, _ = run(capsys, monkeypatch, host, "mlnx_qos", "-i", "ens1f0np0")
+    assert rc == 0 and "default priority:" not in out and "Priority trust state: pcp" in out
+    rc, out, err = run(capsys, monkeypatch, host, "mlnx_qos", "-i", "ens1f0np0", "--defltprio", "set,2")
+    assert (rc, out, err) == (2, "", "Usage: mlnx_qos -i <interface> [options]\n\nmlnx_qos: error: no such option: "
+                                     "--defltprio\n")

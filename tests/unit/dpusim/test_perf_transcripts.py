@@ -243,3 +243,17 @@ def test_lossy_traffic_raises_the_sequence_error_counters(twin):
     after = counters()
     assert after["port_xmit_packets"] > lossy["port_xmit_packets"]
     assert after["out_of_sequence"] == lossy["out_of_sequence"] and after["packet_seq_err"] == lossy["packet_seq_err"]
+
+
+@pytest.mark.parametrize("profile, line", [
+    ("bluefield2", " ibv_wr* API     : ON"),
+    ("bluefield3", " ibv_wr* API     : ON\t\tUsing DDP      : OFF"),
+    ("connectx7", " ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF"),
+])
+def test_ibv_wr_line_follows_the_profiles_perftest(twin, profile, line):
+    """Issue 18 (7): perftest printed no DDP column before 25.01 and renamed it 'Enhanced Reorder' in 25.10
+    (linux-rdma/perftest src/perftest_parameters.c, commits 1ed34b1 and 799923f); the twin prints its profile's."""
+    t = twin(profile)
+    rc, out, err = t.run("ib_write_bw", *CLIENT)
+    assert rc == 0, err
+    assert line in out.split("\n")

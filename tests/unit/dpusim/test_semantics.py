@@ -110,6 +110,10 @@ def test_burn_writes_inactive_bank_and_reset_activates(twin, tmp_path):
     assert rc == 0, out + err
     assert "    Current FW version on flash:  32.41.1000\n    New FW version:               32.43.1014\n" in out
     assert out.endswith("-I- To load new FW run mlxfwreset or reboot machine.\n")
+    # issue 18 (7): flint's progress as CbCommon prints it (rewritten in place with \r), then OK and the end line
+    step = "Burning FW image without signatures - "
+    assert "\r%s  0%%\r%s 25%%" % (step, step) in out
+    assert "\r%sOK  \n\rRestoring signature                     - OK\n" % step in out
     fw = t.card().data["firmware"]
     assert fw["active_bank"] == 1 and fw["banks"][1]["version"] == "32.43.1014"
     assert fw["banks"][0]["version"] == "32.41.1000" and fw["running"]["version"] == "32.41.1000"

@@ -83,3 +83,32 @@ def test_mlxfwreset_query_bf3(twin):
         fw["active_bank"] = 1
     rc, out, _ = t.run("mlxfwreset", "-d", "/dev/mst/mt41692_pciconf0", "q")
     assert [x.rstrip() for x in out.rstrip("\n").split("\n")] == expected.rstrip("\n").split("\n")
+
+
+def test_mlxfwreset_query_layout_follows_the_profile(twin, monkeypatch):
+    """ConnectX-7 (profile mlxfwreset_layout 2025) prints the MROQ/MRSI layout of mstflint >= 4.33 with the
+    fixture's paddings; the same card with the 2022 layout prints the MCAM ``Reset-sync`` text."""
+    want = fixture("mlxfwreset-query/bf3-mstfwreset-q-mroq-2025-from-source.txt").split("\n")
+    t = twin("connectx7")
+    rc, out, _ = t.run("mlxfwreset", "-d", "/dev/mst/mt4129_pciconf0", "q")
+    got = out.split("\n")
+    assert rc == 0
+    assert got[:2] == want[:2] == ["The following query is relevant only for reset-type 0:", ""]
+    for line in ("Reset sync (relevant only for reset-level 3):",
+                 "2: FW is the owner                                               -Not Supported ",
+                 "Reset request method (relevant only for reset-level 3):",
+                 "0: Link Disable method                                           -Supported     (default)"):
+        assert line in got
+    assert "Reset-sync (relevant only for reset-level 3):" not in got
+    # the MRSI lines: the fixture's padding, the twin's values (a cold boot: no warm reset yet)
+    assert want.index("Reset-reason:" + " " * 52 + "Warm reset    ") > 0
+    assert "Reset-reason:" + " " * 52 + "Cold reset    " in got
+    assert "Timestamp (number of clock cycles) since last cold reset:        0             " in got
+    ok = t.run("mlxfwreset", "-d", "/dev/mst/mt4129_pciconf0", "-y", "-l", "3", "r")
+    assert ok[0] == 0, ok
+    out = t.run("mlxfwreset", "-d", "/dev/mst/mt4129_pciconf0", "q")[1].split("\n")
+    assert "Reset-reason:" + " " * 52 + "Warm reset    " in out
+    monkeypatch.setenv("DPUSIM_MLXFWRESET_LAYOUT", "2022")
+    old = t.run("mlxfwreset", "-d", "/dev/mst/mt4129_pciconf0", "q")[1].split("\n")
+    assert old[0] == "Reset-levels:" and "Reset-sync (relevant only for reset-level 3):" in old
+    assert not any(line.startswith(("Reset-reason", "Reset request")) for line in old)

@@ -131,3 +131,22 @@ def test_lsmod_garbage_is_a_parse_error():
     with pytest.raises(ParseError) as err:
         parse_lsmod("libkmod: ERROR ../libkmod/libkmod-module.c:1968 kmod_module_get_holders: could not open\n")
     assert err.value.kind == "lsmod" and err.value.line_no == 1
+
+
+@pytest.mark.parametrize("line", [
+    " ibv_wr* API     : ON\n",
+    " ibv_wr* API     : ON\t\tUsing DDP      : OFF\n",
+    " ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF\n",
+])
+def test_ib_write_bw_reads_every_ibv_wr_line_layout(line):
+    """Issue 18 (7): perftest before 25.01, 25.01-25.07 and 25.10+ (src/perftest_parameters.c) print this line three
+    ways; the report reads the same."""
+    from pathlib import Path
+
+    from bluefleet.parse import strip_header
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "ib-write-bw"
+    text = strip_header((folder / "ib_write_bw-cuda-client-rdma_cm-16qp.txt").read_text(encoding="utf-8"))
+    assert " ibv_wr* API     : ON\t\tUsing DDP      : OFF\n" in text
+    base = parse_ib_write_bw(text)
+    other = parse_ib_write_bw(text.replace(" ibv_wr* API     : ON\t\tUsing DDP      : OFF\n", line))
+    assert other == base and base["bw_avg_gbps"]

@@ -139,3 +139,16 @@ def test_show_gids_accepts_gids_redacted_with_x():
     gids = parse_show_gids(text)["gids"]
     assert gids[0]["gid"] == "fe80:0000:0000:0000:xxxx:xxxx:xxxx:xxxx" and gids[0]["netdev"] == "enp1s0f1np1"
     assert gids[1]["ipv4"] == "192.168.100.14"
+
+
+def test_mlnx_qos_without_the_default_priority_line_of_mlnx_tools_25_07():
+    """Issue 18 (7): mlnx-tools 25.07 (commit 374d9b5) no longer prints 'default priority:'; the rest reads the same."""
+    from pathlib import Path
+
+    from bluefleet.parse import strip_header
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "mlnx-qos" / "cx-dscp-ets-pfc5-partial.txt"
+    text = strip_header(path.read_text(encoding="utf-8"))
+    assert "default priority:\n" in text
+    old = parse_mlnx_qos(text)
+    new = parse_mlnx_qos(text.replace("default priority:\n", ""))
+    assert old["default_priority"] is None and new == old

@@ -63,3 +63,26 @@ def test_snap_templates_render_targets_namespaces_and_controllers():
         "nvme_controller_attach_ns -c NVMeCtrl1 -n 1",
         "nvme_controller_resume -c NVMeCtrl1",
     ]
+
+
+def _hbn_startup(settings):
+    from ansible.plugins.filter.core import to_nice_yaml
+
+    # the template module's defaults: trim_blocks on, lstrip_blocks off
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROLE / "templates")), trim_blocks=True)
+    env.filters["ansible.builtin.to_nice_yaml"] = to_nice_yaml
+    item = {} if settings is None else {"settings": settings}
+    text = env.get_template("hbn_startup.yaml.j2").render(__doca_services_item=item)
+    assert text.startswith("# Managed by bluefleet")
+    return yaml.safe_load(text)
+
+
+def test_hbn_startup_yaml_is_the_list_nvue_reads():
+    """Issue 18 (6): the default (settings {}) rendered startup.yaml as '{}'; NVUE expects a list of operations."""
+    defaults = _load("defaults", "main.yml")
+    hbn = next(s for s in defaults["doca_services_list"] if s["name"] == "hbn")
+    assert _hbn_startup(hbn["settings"]) == []
+    assert _hbn_startup(None) == []
+    tree = {"interface": {"lo": {"type": "loopback", "ip": {"address": {"10.0.0.1/32": {}}}}}}
+    assert _hbn_startup(tree) == [{"set": tree}]
+    assert _hbn_startup([{"set": tree}]) == [{"set": tree}]

@@ -75,7 +75,9 @@ def test_accept_default_without_arp_and_nd_and_ipv6_peers():
                       allow_ipv6_nd=False))
     assert "policy accept;" in text and text.count("\t\tcounter accept\n") == 2
     assert "ether type arp" not in text and "nd-neighbor" not in text
-    assert "ip6 daddr { fd00::/64 } ip6 nexthdr icmpv6 counter accept" in text
+    # issue 18 (6): 'ip6 nexthdr icmpv6' missed ICMPv6 behind extension headers
+    assert "ip6 daddr { fd00::/64 } meta l4proto ipv6-icmp counter accept" in text
+    assert "nexthdr" not in text
 
 
 def test_any_protocol_and_overlapping_cidrs_collapse():

@@ -15,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pathlib
 import stat
+import sys
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -70,6 +72,9 @@ class FakeRunner:
         self.configs = []
         self.timeouts = []
 
+    def which(self, program):
+        return "/usr/bin/" + program  # MFT (flint) installed
+
     def run(self, argv, timeout=None):
         argv = list(argv)
         self.cmd.append(argv)
@@ -118,7 +123,7 @@ def run(monkeypatch, capsys, args, steps, check_mode=False):
 
 BFVER = ["ssh", "ubuntu@dpu", "bfver"]
 FLINT = ["flint", "-d", DEV, "q"]
-VERSION = (["bfb-install", "--version"], *NOT_MODELLED)
+VERSION = (["dpkg-query", "-W", "-f=${Version}\\n", "rshim"], 1, "", "dpkg-query: no packages found matching rshim\n")
 
 
 def install(lab, config=False):
@@ -143,7 +148,32 @@ def test_installs_once_waits_for_the_dpu_and_reports_versions(monkeypatch, capsy
     assert result["reset_required"] == "none"
     assert result["bf_cfg"] == {}
     assert LAST["runner"].timeouts[2] == 1800
-    assert [argv[0] for argv in result["cmd"]] == ["ssh", "flint", "bfb-install", "ssh", "ssh", "flint", "bfb-install"]
+    assert [argv[0] for argv in result["cmd"]] == ["ssh", "flint", "bfb-install", "ssh", "ssh", "flint", "dpkg-query"]
+    assert result["tool_version"] is None  # bfb-install has no --version (issue 18 (5)); dpkg has no rshim here
+
+
+def test_a_bfb_path_with_spaces_reaches_bfb_install_as_a_link_without_them(monkeypatch, capsys, lab, tmp_path):
+    """Issue 18 (5): bfb-install breaks on a path with spaces; it gets a private link to the file instead."""
+    spaced = tmp_path / "my bundles" / "bf bundle 2.9.2.bfb"
+    spaced.parent.mkdir()
+    spaced.write_bytes(pathlib.Path(lab["bfb"]).read_bytes())
+    seen = {}
+
+    class Recording(FakeRunner):
+        def run(self, argv, timeout=None):
+            if argv[0] == "bfb-install":
+                bfb = argv[argv.index("--bfb") + 1]
+                seen.update(bfb=bfb, target=os.path.realpath(bfb))
+                argv = argv[:argv.index("--bfb") + 1] + [lab["bfb"]] + argv[argv.index("--bfb") + 2:]
+            return super().run(argv, timeout)
+
+    monkeypatch.setattr(sys.modules[__name__], "FakeRunner", Recording)
+    args = dict(lab, bfb=str(spaced))
+    result = run(monkeypatch, capsys, args, [
+        (BFVER, 0, BFVER_BEFORE, ""), (install(lab), 0, CONSOLE_OK, ""), (BFVER, 0, BFVER_AFTER, ""), VERSION])
+    assert result["changed"] is True, result
+    assert " " not in seen["bfb"] and seen["target"] == str(spaced)
+    assert not os.path.exists(seen["bfb"]), "the link is removed after the run"
 
 
 def test_release_already_running_is_no_change(monkeypatch, capsys, lab):

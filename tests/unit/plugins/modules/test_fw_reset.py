@@ -15,6 +15,7 @@ import json
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _cards as cards
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import fw_reset
 from test_nvconfig import DEV, MST_DPU, query
@@ -88,8 +89,9 @@ MST_HOST = MST_DPU.replace("net-p1,net-pf1hpf,net-en3f1pf1sf0", "net-ens1f1np1  
 class Script:
     """The commands every runner of one module run must execute, in order."""
 
-    def __init__(self, steps):
+    def __init__(self, steps, installed=("mst", "mlxconfig", "flint", "mlxfwreset")):
         self.steps = list(steps)
+        self.installed = set(installed)
 
 
 class FakeRunner:
@@ -98,6 +100,9 @@ class FakeRunner:
         self.cmd = []
         self.timeout = timeout
         self.environ = dict(environ or {})
+
+    def which(self, program):
+        return "/usr/bin/" + program if program in self.script.installed else None
 
     def run(self, argv, timeout=None):
         argv = list(argv)
@@ -108,8 +113,8 @@ class FakeRunner:
         return CommandResult(argv, rc, out, err, missing=rc == 127)
 
 
-def run_module(monkeypatch, capsys, args, steps, check_mode=False):
-    script = Script(steps)
+def run_module(monkeypatch, capsys, args, steps, check_mode=False, installed=None):
+    script = Script(steps) if installed is None else Script(steps, installed)
     runners = []
 
     def factory(timeout, environ=None):
@@ -330,3 +335,72 @@ def test_required_options_are_declared(monkeypatch, capsys):
     result = run_module(monkeypatch, capsys, {"power_cycle_method": "command"}, [])[0]
     assert result["failed"] is True
     assert "power_cycle_command" in result["msg"]
+
+
+# --- issue 18 (1): the 2023-08 / 2025 query layout (MRSI reset reason, MROQ sync and request method) ---------------
+
+def _mroq_query():
+    from pathlib import Path
+
+    from bluefleet.parse import strip_header
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "parsers" / "mlxfwreset-query"
+    return strip_header((path / "bf3-mstfwreset-q-mroq-2025-from-source.txt").read_text(encoding="utf-8"))
+
+
+def test_2025_query_layout_plans_and_runs_a_level3_reset(monkeypatch, capsys):
+    """Before the fix the parser raised on 'The following query is relevant only for reset-type 0:'."""
+    fwq = (["mlxfwreset", "-d", DEV, "q"], 0, _mroq_query(), "")
+    result = run_module(monkeypatch, capsys, {}, [
+        MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), fwq,
+        (RESET, 0, RESET_OUT, ""),
+        (Q, 0, DONE_VFS, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])[0]
+    assert result["reset"] == "firmware_reset"
+    assert result["firmware_reset_supported"] is True
+    assert result["verified"] is True
+    assert RESET in result["cmd"]
+
+
+def test_2025_query_with_only_fw_owner_sync_resets_without_sync_1(monkeypatch, capsys):
+    row = "1: %-62s-" % "NIC Driver is the owner"
+    text = _mroq_query().replace(row + "Supported     (default)", row + "Not Supported ")
+    fwq = (["mlxfwreset", "-d", DEV, "q"], 0, text, "")
+    reset = ["mlxfwreset", "-d", DEV, "-y", "-l", "3", "r"]
+    result = run_module(monkeypatch, capsys, {}, [
+        MST, (Q, 0, PENDING_VFS, ""), (FLINT, 0, FLINT_SAME, ""), fwq,
+        (reset, 0, RESET_OUT, ""),
+        (Q, 0, DONE_VFS, ""), (FLINT, 0, FLINT_SAME, ""), VERSION])[0]
+    assert result["reset"] == "firmware_reset"
+    assert reset in result["cmd"]
+
+
+# --- issue 18 (2, 4): mstflint-only machines: no mst, PCI addresses, mstflint's program names -----------------------
+
+MSTFLINT_ONLY = ("mstconfig", "mstflint", "mstfwreset", "mstprivhost")
+BDF = "0000:03:00.0"
+
+
+def test_mstflint_only_with_a_device_runs_no_mst_and_uses_mstflint_names(monkeypatch, capsys):
+    """Before the fix: 'mst status -v' ran first (mstflint has no mst) and flint / mlxfwreset were hard-coded."""
+    monkeypatch.setattr(cards, "local_netdevs", lambda: ["lo", "p0", "pf0hpf"])
+    steps = [(["mstconfig", "-d", BDF, "-e", "q"], 0, query(), ""), (["mstflint", "-d", BDF, "q"], 0, FLINT_SAME, ""),
+             (["mstfwreset", "-d", BDF, "q"], 0, _mroq_query(), ""), (["mstfwreset", "--version"], 1, "", "")]
+    result = run_module(monkeypatch, capsys, {"device": BDF}, steps, installed=MSTFLINT_ONLY)[0]
+    assert result["changed"] is False
+    assert result["side"] == "dpu"
+    assert result["reset_tool"] == "mstfwreset"
+    assert ["mst", "status", "-v"] not in result["cmd"]
+
+
+def test_mstflint_only_refuses_an_mst_device_file_before_running_anything(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"device": DEV, "side": "host"}, [], installed=MSTFLINT_ONLY)[0]
+    assert result["failed"] is True
+    assert result["cmd"] == []
+    assert result["msg"].startswith("mstconfig cannot open the MST device file %s" % DEV)
+    assert "PCI address" in result["msg"]
+
+
+def test_mstflint_only_without_a_device_says_to_set_it(monkeypatch, capsys):
+    steps = [(["mst", "status", "-v"], 127, "", "mst: command not found")]
+    result = run_module(monkeypatch, capsys, {}, steps, installed=MSTFLINT_ONLY)[0]
+    assert result["failed"] is True
+    assert "with mstflint only, set device to the card's PCI address" in result["msg"]

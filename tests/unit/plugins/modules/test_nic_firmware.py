@@ -23,6 +23,7 @@ from ansible_collections.bluefleet.dpu.plugins.modules import nic_firmware
 from fake_tools import fixture_text
 
 DEV = "/dev/mst/mt41692_pciconf0"
+BDF = "0000:e2:00.0"  # what mstflint takes (it refuses an mst device file)
 CARD_Q = fixture_text("flint-query", "bf3-mstflint-q-nic-config-operator-pr97")
 IMAGE_Q = """\
 Image type:            FS4
@@ -205,10 +206,10 @@ def test_tool_psid_refusal_is_reported_with_its_text(monkeypatch, capsys, image)
 
 def test_allow_psid_change_passes_the_flag(monkeypatch, capsys, image):
     after = CARD_NEW.replace("MT_0000000998", "MT_0000000999")
-    result = run(monkeypatch, capsys, {"device": DEV, "image": image, "allow_psid_change": True, "tool": "mstflint"}, [
-        (["mstflint", "-i", image, "q"], 0, IMAGE_Q_OTHER_PSID, ""), (["mstflint", "-d", DEV, "q"], 0, CARD_Q, ""),
-        (["mstflint", "-d", DEV, "-i", image, "-y", "--allow_psid_change", "burn"], 0, PSID_CHANGE, ""),
-        (["mstflint", "-d", DEV, "q"], 0, after, ""), (["mstflint", "--version"], *NOT_MODELLED)])
+    result = run(monkeypatch, capsys, {"device": BDF, "image": image, "allow_psid_change": True, "tool": "mstflint"}, [
+        (["mstflint", "-i", image, "q"], 0, IMAGE_Q_OTHER_PSID, ""), (["mstflint", "-d", BDF, "q"], 0, CARD_Q, ""),
+        (["mstflint", "-d", BDF, "-i", image, "-y", "--allow_psid_change", "burn"], 0, PSID_CHANGE, ""),
+        (["mstflint", "-d", BDF, "q"], 0, after, ""), (["mstflint", "--version"], *NOT_MODELLED)])
     assert result["changed"] is True
     assert result["firmware"]["psid"] == "MT_0000000999"
     assert result["diff"]["before"]["psid"] == "MT_0000000998"
@@ -230,8 +231,8 @@ def test_mlxfwmanager_burn_argv(monkeypatch, capsys, image):
 
 
 def test_tool_auto_falls_back_to_mstflint(monkeypatch, capsys, image):
-    result = run(monkeypatch, capsys, {"device": DEV, "image": image}, [
-        (["mstflint", "-i", image, "q"], 0, IMAGE_Q, ""), (["mstflint", "-d", DEV, "q"], 0, CARD_NEW, ""),
+    result = run(monkeypatch, capsys, {"device": BDF, "image": image}, [
+        (["mstflint", "-i", image, "q"], 0, IMAGE_Q, ""), (["mstflint", "-d", BDF, "q"], 0, CARD_NEW, ""),
         (["mstflint", "--version"], 0, "mstflint, mstflint 4.26.0-1, Git SHA Hash: N/A\n", "")],
         on_path=("mstflint",))
     assert result["tool"] == "mstflint"
@@ -334,3 +335,33 @@ def test_image_of_another_generation_is_refused_without_psid_advice(monkeypatch,
     assert "use the image made for this card (32.x)" in result["msg"]
     assert "set allow_psid_change" not in result["msg"]
     assert len(result["cmd"]) == 2  # refused before any burn
+
+
+# --- issue 18 (2): mstflint refuses an mst device file; issue 17: another PSID at the same version ----------------
+
+def test_mstflint_refuses_an_mst_device_file_before_running_anything(monkeypatch, capsys, image):
+    """Before the fix DEV went to mstflint, which answers 'Unable to parse device name'."""
+    result = run(monkeypatch, capsys, {"device": DEV, "image": image}, [], on_path=("mstflint",))
+    assert result["failed"] is True
+    assert result["cmd"] == []
+    assert result["msg"].startswith("mstflint cannot open the MST device file %s" % DEV)
+
+
+def test_same_version_for_another_psid_is_refused_without_allow_psid_change(monkeypatch, capsys, image):
+    """Before the fix the same version was 'no change' whatever the image's PSID."""
+    image_q = IMAGE_Q_OTHER_PSID.replace("32.43.1014", "32.41.1000")
+    result = run(monkeypatch, capsys, {"device": DEV, "image": image}, [img_q(image, image_q), card_q()])
+    assert result["failed"] is True
+    assert "PSID mismatch: the card has PSID MT_0000000998" in result["msg"]
+
+
+def test_same_version_for_another_psid_is_a_change_with_allow_psid_change(monkeypatch, capsys, image):
+    image_q = IMAGE_Q_OTHER_PSID.replace("32.43.1014", "32.41.1000")
+    after = CARD_Q.replace("MT_0000000998", "MT_0000000999")
+    result = run(monkeypatch, capsys, {"device": BDF, "image": image, "allow_psid_change": True, "tool": "mstflint"}, [
+        (["mstflint", "-i", image, "q"], 0, image_q, ""), (["mstflint", "-d", BDF, "q"], 0, CARD_Q, ""),
+        (["mstflint", "-d", BDF, "-i", image, "-y", "--allow_psid_change", "burn"], 0, PSID_CHANGE, ""),
+        (["mstflint", "-d", BDF, "q"], 0, after, ""), (["mstflint", "--version"], *NOT_MODELLED)])
+    assert result["changed"] is True
+    assert result["firmware"]["psid"] == "MT_0000000999"
+    assert result["reset_required"] == "firmware_reset"

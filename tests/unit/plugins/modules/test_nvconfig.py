@@ -275,7 +275,26 @@ def test_missing_tool_says_what_to_install(monkeypatch, capsys):
     result = run_module(monkeypatch, capsys, {"device": DEV, "params": {"NUM_OF_VFS": 8}},
                         [(Q, 127, "", "mlxconfig: command not found")])
     assert result["failed"] is True
-    assert "install MFT or mstflint" in result["msg"]
+    assert "install NVIDIA MFT (mlxconfig, flint, mlxfwreset, mst) or Debian/Ubuntu's mstflint package" in result["msg"]
+
+
+# --- issue 18 (2): mstconfig (mstflint) takes a PCI address, never an MST device file ------------------------------
+
+def test_mstconfig_without_a_device_uses_the_pci_address_mst_lists(monkeypatch, capsys):
+    """Before the fix the /dev/mst name that mst status -v found went to mstconfig ('Unable to parse device name')."""
+    q = ["mstconfig", "-d", "0000:03:00.0", "-e", "q"]
+    result = run_module(monkeypatch, capsys, {"params": {"NUM_OF_VFS": 16}, "tool": "mstconfig"}, [
+        MST, (q, 0, query(), ""), (["mstconfig", "--version"], 1, "", "")])
+    assert result["changed"] is False
+    assert result["device"] == "0000:03:00.0"
+    assert result["cmd"][1] == q
+
+
+def test_mstconfig_refuses_an_mst_device_file(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"device": DEV, "params": {"NUM_OF_VFS": 8}, "tool": "mstconfig"}, [])
+    assert result["failed"] is True
+    assert result["cmd"] == []
+    assert result["msg"].startswith("mstconfig cannot open the MST device file /dev/mst/mt41692_pciconf0")
 
 
 @pytest.mark.parametrize("given, printed, same", [

@@ -132,6 +132,17 @@ def test_purge_and_absent(run_module):
     assert not failed and not res["changed"]
 
 
+def test_absent_with_datapath_type_set_succeeds(run_module):
+    """Issue 18 (6): before the fix the read-back after a successful del-br compared datapath_type and failed."""
+    sw = FakeSwitch(bridges={"br-sfc": {"datapath_type": "netdev", "ports": ["pf0hpf"]}})
+    args = {"bridge": "br-sfc", "state": "absent", "datapath_type": "netdev"}
+    failed, res = run_module(ovs_bridge, args, sw)
+    assert not failed, res
+    assert res["changed"] and "br-sfc" not in sw.bridges
+    failed, res = run_module(ovs_bridge, args, sw)
+    assert not failed and not res["changed"]
+
+
 def test_unknown_interface_fails_before_any_change(run_module):
     sw = FakeSwitch(netdevs=("pf0hpf",))
     failed, res = run_module(ovs_bridge, ARGS, sw)
