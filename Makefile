@@ -37,10 +37,13 @@ images: venv
 	$(BIN)/bluefleet lab images
 
 # ---------------------------------------------------------------- the tests
+# Every phase runs; one timing line per phase is printed at the end; the first failing phase's code is
+# make test's (scripts/run-phases.sh).
+TEST_PHASES := lint sanity unit integration molecule
 test: venv
 	scripts/ensure-docker.sh
 	scripts/ensure-chromium.sh
-	$(MAKE) --no-print-directory lint sanity unit integration molecule
+	MAKE="$(MAKE)" scripts/run-phases.sh $(TEST_PHASES)
 
 lint: venv
 	$(BIN)/ruff check src plugins tests
@@ -54,8 +57,10 @@ lint: venv
 sanity: venv
 	scripts/sanity.sh
 
+# pytest-xdist: PYTEST_WORKERS processes (default: one per core).
+PYTEST_WORKERS ?= auto
 unit: venv
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/unit
 
 integration: venv
 	$(BIN)/pytest tests/integration

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,11 +29,8 @@ BLUEFLEET = str(Path(sys.executable).parent / "bluefleet")
 PREFIX = "bft"
 
 
-def lab(*args: str, env: dict[str, str] | None = None, user: int | None = None,
-        timeout: float = 900) -> subprocess.CompletedProcess[str]:
+def lab(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     argv = [BLUEFLEET, "lab", *args]
-    if user is not None:
-        argv = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups", *argv]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})),
                           check=False, cwd=ROOT)
 
@@ -266,9 +264,10 @@ def test_preconditions_fail_with_one_clear_message_and_create_nothing(engine, cl
     assert "no Docker engine answers" in no_engine.stderr and "ensure-docker.sh" in no_engine.stderr
     assert len(no_engine.stderr.strip().splitlines()) == 1, no_engine.stderr
 
-    not_root = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", str(tmp_path / "x.yml"), user=65534)
-    assert not_root.returncode == 1
-    assert "needs root" in not_root.stderr, not_root.stderr
+    not_root = _as_nobody("lab", "up", "--pairs", "1", "--prefix", PREFIX)
+    assert not_root.returncode == 1, not_root.stdout + not_root.stderr
+    assert "needs root" in not_root.stderr and "uid 65534" in not_root.stderr, not_root.stderr
+    assert len(not_root.stderr.strip().splitlines()) == 1, not_root.stderr
 
     base_before = lab_images.planned_images().base
     no_mirror = lab("images", "--force", env={"BLUEFLEET_DEBIAN_MIRROR": "http://127.0.0.1:9/debian"})
@@ -277,6 +276,47 @@ def test_preconditions_fail_with_one_clear_message_and_create_nothing(engine, cl
     assert lab_images.image_exists(base_before)
 
     assert not any(resources().values()), resources()
+
+
+def _as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``bluefleet *argv`` as uid 65534, from a world-readable copy of the bluefleet package.
+
+    Where the checkout lives (a mode-700 home or ``mktemp -d``) must not matter: the other user reads only the
+    copy (stdlib-only modules: cli, lab, lab_images, lab_wiring) and the system interpreter, and runs in the
+    copy's folder, so what it proves is the lab's own refusal, not a permission error on the tree."""
+    work = Path(tempfile.mkdtemp(prefix="bluefleet-notroot-"))
+    try:
+        shutil.copytree(ROOT / "src" / "bluefleet", work / "bluefleet",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for path in [work, *work.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+        code = "import sys; sys.path.insert(0, %r); from bluefleet.cli import main; sys.exit(main(sys.argv[1:]))" % (
+            str(work))
+        argv_full = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-I", "-c", code, *argv,
+                     "--inventory", str(work / "x.yml")]
+        proc = subprocess.run(argv_full, capture_output=True, text=True, timeout=120, check=False, cwd=work,
+                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work)})
+        assert not (work / "x.yml").exists(), "a refused `up` wrote its inventory"
+        return proc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_not_root_is_refused_first_with_one_message(monkeypatch, capsys, tmp_path):
+    """The root check itself, with a faked euid: it comes before Docker is asked anything."""
+    from bluefleet import lab as lab_cli
+
+    monkeypatch.setattr(lab_images.os, "geteuid", lambda: 65534)
+    asked = []
+    monkeypatch.setattr(lab_images, "require_docker", lambda: asked.append("docker"))
+    for cmd, extra in (("up", ["--inventory", str(tmp_path / "x.yml")]), ("wire", [])):
+        rc = lab_cli.main([cmd, "--pairs", "1", "--prefix", PREFIX, *extra])
+        err = capsys.readouterr().err
+        assert rc == 1, err
+        assert err.startswith("bluefleet lab %s: " % cmd) and "needs root (this runs as uid 65534)" in err, err
+        assert len(err.strip().splitlines()) == 1, err
+    assert asked == [] and not (tmp_path / "x.yml").exists()
 
 
 @pytest.mark.docker
