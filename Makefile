@@ -62,8 +62,10 @@ PYTEST_WORKERS ?= auto
 unit: venv
 	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/unit
 
+# One file per worker (--dist loadfile): a file's module fixtures (a sim fleet, the lab) stay on one worker,
+# and its tests keep their order; every sim fleet and lab prefix is the test's own, so files run side by side.
 integration: venv
-	$(BIN)/pytest tests/integration
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/integration
 
 molecule: venv
 	scripts/ensure-docker.sh

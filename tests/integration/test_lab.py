@@ -3,11 +3,13 @@
 Marked ``docker``: with no Docker engine these tests FAIL with a message saying how to start one
 (scripts/ensure-docker.sh); they are never skipped. They need root (veths by container PID) and
 the lab images (built once, then reused: the first run on a fresh machine takes ~2 minutes).
-The lab prefix ``bft`` keeps them apart from a demo lab (``bf``) and Molecule's (``mol``).
+The lab prefix ``bft<6 hex of the checkout's path>`` (or $BLUEFLEET_TEST_LAB_PREFIX) keeps them apart from a
+demo lab (``bf``), Molecule's (``mol``) and the lab tests of another checkout on the same engine.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,7 +28,7 @@ from bluefleet.lab_wiring import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
 BLUEFLEET = str(Path(sys.executable).parent / "bluefleet")
-PREFIX = "bft"
+PREFIX = os.environ.get("BLUEFLEET_TEST_LAB_PREFIX") or "bft" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:6]
 
 
 def lab(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -145,7 +147,7 @@ def test_up_wires_pair_is_idempotent_and_down_leaves_nothing(engine, clean_lab, 
     inv = tmp_path / "hosts.yml"
     first = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", str(inv))
     assert first.returncode == 0, first.stdout + first.stderr
-    host, dpu = "bft-node1", "bft-node1-dpu"
+    host, dpu = PREFIX + "-node1", PREFIX + "-node1-dpu"
     hl, dl = _links(host), _links(dpu)
     assert hl["ens1f0np0"]["operstate"] == "UP"
     assert dl["pf0hpf"]["operstate"] == "UP" and "UP" in dl["p0"]["flags"]
@@ -282,15 +284,18 @@ def _as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
     """``bluefleet *argv`` as uid 65534, from a world-readable copy of the bluefleet package.
 
     Where the checkout lives (a mode-700 home or ``mktemp -d``) must not matter: the other user reads only the
-    copy (stdlib-only modules: cli, lab, lab_images, lab_wiring) and the system interpreter, and runs in the
-    copy's folder, so what it proves is the lab's own refusal, not a permission error on the tree."""
+    copy (stdlib-only modules: cli, lab, lab_images, lab_wiring) and the distribution's interpreter, and runs in
+    the copy's folder, so what it proves is the lab's own refusal, not a permission error on the tree."""
     work = Path(tempfile.mkdtemp(prefix="bluefleet-notroot-"))
     try:
         shutil.copytree(ROOT / "src" / "bluefleet", work / "bluefleet",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         for path in [work, *work.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
-        python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+        # The distribution's interpreter (world-readable), else the one running the tests (pyenv in a home folder
+        # may not be readable by another user).
+        python = shutil.which("python3", path="/usr/bin:/bin") or os.path.realpath(
+            getattr(sys, "_base_executable", sys.executable))
         code = "import sys; sys.path.insert(0, %r); from bluefleet.cli import main; sys.exit(main(sys.argv[1:]))" % (
             str(work))
         argv_full = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-I", "-c", code, *argv,
@@ -326,14 +331,15 @@ def test_up_with_fewer_pairs_shrinks_the_lab(engine, clean_lab, tmp_path):
     shrink = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", inv)
     assert shrink.returncode == 0, shrink.stdout + shrink.stderr
     res = resources()
-    assert res["containers"] == ["bft-node1", "bft-node1-dpu"] and res["volumes"] == ["bft-node1-card"], res
-    assert "bft-node2" not in Path(inv).read_text()
+    assert res["containers"] == [PREFIX + "-node1", PREFIX + "-node1-dpu"], res
+    assert res["volumes"] == [PREFIX + "-node1-card"], res
+    assert PREFIX + "-node2" not in Path(inv).read_text()
 
 
 @pytest.mark.docker
 def test_failure_half_way_removes_a_new_lab(engine, clean_lab):
     """A step that fails after the first containers exist (here: the DPU image is missing) leaves nothing."""
     topo = Topology(PREFIX, 1)
-    with pytest.raises(lab_images.LabError, match="docker run|bft-node1-dpu"):
+    with pytest.raises(lab_images.LabError, match="docker run|%s-node1-dpu" % PREFIX):
         lab_wiring.bring_up(topo, engine.gpu_host, "bluefleet/dpu:missing-on-purpose")
     assert not any(resources().values()), resources()
