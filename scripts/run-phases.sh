@@ -41,6 +41,7 @@ summary() {
     "$([ "$first_rc" = 0 ] && echo ok || echo "FAILED (rc $first_rc)")"
 }
 
+# shellcheck disable=SC2317  # reached through the trap below, which shellcheck does not follow
 on_interrupt() {
   local p n
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
