@@ -37,10 +37,13 @@ images: venv
 	$(BIN)/bluefleet lab images
 
 # ---------------------------------------------------------------- the tests
+# Every phase runs; one timing line per phase is printed at the end; the first failing phase's code is
+# make test's (scripts/run-phases.sh).
+TEST_PHASES := lint sanity unit integration molecule
 test: venv
 	scripts/ensure-docker.sh
 	scripts/ensure-chromium.sh
-	$(MAKE) --no-print-directory lint sanity unit integration molecule
+	MAKE="$(MAKE)" scripts/run-phases.sh $(TEST_PHASES)
 
 lint: venv
 	$(BIN)/ruff check src plugins tests
@@ -54,11 +57,15 @@ lint: venv
 sanity: venv
 	scripts/sanity.sh
 
+# pytest-xdist: PYTEST_WORKERS processes (default: one per core).
+PYTEST_WORKERS ?= auto
 unit: venv
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/unit
 
+# One file per worker (--dist loadfile): a file's module fixtures (a sim fleet, the lab) stay on one worker,
+# and its tests keep their order; every sim fleet and lab prefix is the test's own, so files run side by side.
 integration: venv
-	$(BIN)/pytest tests/integration
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/integration
 
 molecule: venv
 	scripts/ensure-docker.sh

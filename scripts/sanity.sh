@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run `ansible-test sanity` the way it must run: from a copy of the collection under
 # <tmp>/ansible_collections/bluefleet/dpu, with the ignore files empty.
-# ansible-test downloads pip's bootstrap from a host this network cannot reach; the
-# offline stand-in from ../shared/tools replaces it.
+# pip's bootstrap: an offline stand-in where one exists, else ansible-test downloads its own
+# (scripts/sanity-bootstrap.sh decides; tests/unit/test_sanity_bootstrap.py runs it both ways).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${VENV:-$root/.venv}
@@ -14,14 +14,9 @@ case "$core_version" in
   2.19.*) pip_tag=24_2 ;;
   *) echo "sanity: ansible-core $core_version is not the pinned 2.19.x; run make venv" >&2; exit 2 ;;
 esac
-cache=$HOME/.ansible/test/cache
-mkdir -p "$cache"
-getpip="$root/../shared/tools/ansible-test-get-pip.py"
-if [ ! -f "$getpip" ]; then
-  echo "sanity: $getpip is missing (the project's ../shared beside the checkout)" >&2; exit 2
-fi
-cp "$getpip" "$cache/get_pip_${pip_tag}.py"
-export PIP_CERT=/etc/ssl/certs/ca-certificates.crt
+# shellcheck source=scripts/sanity-bootstrap.sh
+. "$root/scripts/sanity-bootstrap.sh"
+sanity_bootstrap "$HOME/.ansible/test/cache" "$pip_tag"
 
 # ansible-test skips its shellcheck test when the program is missing: install it (Debian package).
 if ! command -v shellcheck >/dev/null 2>&1; then

@@ -103,3 +103,38 @@ def collection_link():
     link = ROOT / ".collections" / "ansible_collections" / "bluefleet" / "dpu"
     assert link.exists(), "run `make venv` first: %s is missing" % link
     return link
+
+
+# ------------------------------------------------------------------ one read-only fleet per session (per worker)
+def sim_hostvars(inventory: Path) -> dict:
+    """``ansible-inventory --list`` hostvars of a sim inventory (loading it creates the twin roots)."""
+    proc = subprocess.run([str(BIN / "ansible-inventory"), "-i", str(inventory), "--list"], capture_output=True,
+                          text=True, env=ansible_env(), check=True, timeout=120)
+    return json.loads(proc.stdout)["_meta"]["hostvars"]
+
+
+def fleet_fingerprint(inventory: Path) -> dict:
+    """Every file under the fleet's twin roots with its content hash: what a read-only test must leave as it was."""
+    import hashlib
+
+    state = inventory.parent / "state"
+    return {str(p.relative_to(state)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(state.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+@pytest.fixture(scope="session")
+def shared_sim_fleet(tmp_path_factory):
+    """A 2-pair bluefield3 sim fleet made once per session (per xdist worker) for tests that only READ it
+    (inventory parsing, facts, --check runs, reports). A test that changes anything must use ``sim_inventory``
+    or ``make_sim_inventory`` instead: at the end of the session this fixture fails when any file under the
+    fleet's twin roots differs from the start, naming the files, so a writer cannot hide here.
+
+    Returns ``{"inventory": Path, "hostvars": dict}``."""
+    inventory = make_sim_inventory(tmp_path_factory.mktemp("shared-fleet") / "inventory", nodes=2)
+    hostvars = sim_hostvars(inventory)
+    before = fleet_fingerprint(inventory)
+    yield {"inventory": inventory, "hostvars": hostvars}
+    after = fleet_fingerprint(inventory)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert not changed, "a test wrote into shared_sim_fleet (use sim_inventory for tests that change state): %s" % (
+        changed[:20])

@@ -3,17 +3,20 @@
 Marked ``docker``: with no Docker engine these tests FAIL with a message saying how to start one
 (scripts/ensure-docker.sh); they are never skipped. They need root (veths by container PID) and
 the lab images (built once, then reused: the first run on a fresh machine takes ~2 minutes).
-The lab prefix ``bft`` keeps them apart from a demo lab (``bf``) and Molecule's (``mol``).
+The lab prefix ``bft<6 hex of the checkout's path>`` (or $BLUEFLEET_TEST_LAB_PREFIX) keeps them apart from a
+demo lab (``bf``), Molecule's (``mol``) and the lab tests of another checkout on the same engine.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,14 +28,11 @@ from bluefleet.lab_wiring import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
 BLUEFLEET = str(Path(sys.executable).parent / "bluefleet")
-PREFIX = "bft"
+PREFIX = os.environ.get("BLUEFLEET_TEST_LAB_PREFIX") or "bft" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:6]
 
 
-def lab(*args: str, env: dict[str, str] | None = None, user: int | None = None,
-        timeout: float = 900) -> subprocess.CompletedProcess[str]:
+def lab(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     argv = [BLUEFLEET, "lab", *args]
-    if user is not None:
-        argv = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups", *argv]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})),
                           check=False, cwd=ROOT)
 
@@ -147,7 +147,7 @@ def test_up_wires_pair_is_idempotent_and_down_leaves_nothing(engine, clean_lab, 
     inv = tmp_path / "hosts.yml"
     first = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", str(inv))
     assert first.returncode == 0, first.stdout + first.stderr
-    host, dpu = "bft-node1", "bft-node1-dpu"
+    host, dpu = PREFIX + "-node1", PREFIX + "-node1-dpu"
     hl, dl = _links(host), _links(dpu)
     assert hl["ens1f0np0"]["operstate"] == "UP"
     assert dl["pf0hpf"]["operstate"] == "UP" and "UP" in dl["p0"]["flags"]
@@ -266,9 +266,10 @@ def test_preconditions_fail_with_one_clear_message_and_create_nothing(engine, cl
     assert "no Docker engine answers" in no_engine.stderr and "ensure-docker.sh" in no_engine.stderr
     assert len(no_engine.stderr.strip().splitlines()) == 1, no_engine.stderr
 
-    not_root = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", str(tmp_path / "x.yml"), user=65534)
-    assert not_root.returncode == 1
-    assert "needs root" in not_root.stderr, not_root.stderr
+    not_root = _as_nobody("lab", "up", "--pairs", "1", "--prefix", PREFIX)
+    assert not_root.returncode == 1, not_root.stdout + not_root.stderr
+    assert "needs root" in not_root.stderr and "uid 65534" in not_root.stderr, not_root.stderr
+    assert len(not_root.stderr.strip().splitlines()) == 1, not_root.stderr
 
     base_before = lab_images.planned_images().base
     no_mirror = lab("images", "--force", env={"BLUEFLEET_DEBIAN_MIRROR": "http://127.0.0.1:9/debian"})
@@ -279,6 +280,50 @@ def test_preconditions_fail_with_one_clear_message_and_create_nothing(engine, cl
     assert not any(resources().values()), resources()
 
 
+def _as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``bluefleet *argv`` as uid 65534, from a world-readable copy of the bluefleet package.
+
+    Where the checkout lives (a mode-700 home or ``mktemp -d``) must not matter: the other user reads only the
+    copy (stdlib-only modules: cli, lab, lab_images, lab_wiring) and the distribution's interpreter, and runs in
+    the copy's folder, so what it proves is the lab's own refusal, not a permission error on the tree."""
+    work = Path(tempfile.mkdtemp(prefix="bluefleet-notroot-"))
+    try:
+        shutil.copytree(ROOT / "src" / "bluefleet", work / "bluefleet",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for path in [work, *work.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        # The distribution's interpreter (world-readable), else the one running the tests (pyenv in a home folder
+        # may not be readable by another user).
+        python = shutil.which("python3", path="/usr/bin:/bin") or os.path.realpath(
+            getattr(sys, "_base_executable", sys.executable))
+        code = "import sys; sys.path.insert(0, %r); from bluefleet.cli import main; sys.exit(main(sys.argv[1:]))" % (
+            str(work))
+        argv_full = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-I", "-c", code, *argv,
+                     "--inventory", str(work / "x.yml")]
+        proc = subprocess.run(argv_full, capture_output=True, text=True, timeout=120, check=False, cwd=work,
+                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work)})
+        assert not (work / "x.yml").exists(), "a refused `up` wrote its inventory"
+        return proc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_not_root_is_refused_first_with_one_message(monkeypatch, capsys, tmp_path):
+    """The root check itself, with a faked euid: it comes before Docker is asked anything."""
+    from bluefleet import lab as lab_cli
+
+    monkeypatch.setattr(lab_images.os, "geteuid", lambda: 65534)
+    asked = []
+    monkeypatch.setattr(lab_images, "require_docker", lambda: asked.append("docker"))
+    for cmd, extra in (("up", ["--inventory", str(tmp_path / "x.yml")]), ("wire", [])):
+        rc = lab_cli.main([cmd, "--pairs", "1", "--prefix", PREFIX, *extra])
+        err = capsys.readouterr().err
+        assert rc == 1, err
+        assert err.startswith("bluefleet lab %s: " % cmd) and "needs root (this runs as uid 65534)" in err, err
+        assert len(err.strip().splitlines()) == 1, err
+    assert asked == [] and not (tmp_path / "x.yml").exists()
+
+
 @pytest.mark.docker
 def test_up_with_fewer_pairs_shrinks_the_lab(engine, clean_lab, tmp_path):
     inv = str(tmp_path / "hosts.yml")
@@ -286,14 +331,15 @@ def test_up_with_fewer_pairs_shrinks_the_lab(engine, clean_lab, tmp_path):
     shrink = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", inv)
     assert shrink.returncode == 0, shrink.stdout + shrink.stderr
     res = resources()
-    assert res["containers"] == ["bft-node1", "bft-node1-dpu"] and res["volumes"] == ["bft-node1-card"], res
-    assert "bft-node2" not in Path(inv).read_text()
+    assert res["containers"] == [PREFIX + "-node1", PREFIX + "-node1-dpu"], res
+    assert res["volumes"] == [PREFIX + "-node1-card"], res
+    assert PREFIX + "-node2" not in Path(inv).read_text()
 
 
 @pytest.mark.docker
 def test_failure_half_way_removes_a_new_lab(engine, clean_lab):
     """A step that fails after the first containers exist (here: the DPU image is missing) leaves nothing."""
     topo = Topology(PREFIX, 1)
-    with pytest.raises(lab_images.LabError, match="docker run|bft-node1-dpu"):
+    with pytest.raises(lab_images.LabError, match="docker run|%s-node1-dpu" % PREFIX):
         lab_wiring.bring_up(topo, engine.gpu_host, "bluefleet/dpu:missing-on-purpose")
     assert not any(resources().values()), resources()

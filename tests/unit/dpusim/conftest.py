@@ -2,7 +2,9 @@
 
 ``twin`` is a factory: ``t = twin("bluefield3", role="dpu")`` returns a ``Twin`` whose
 ``t.run("mlxconfig", "-d", "03:00.0", "q")`` returns ``(rc, stdout, stderr)``. Time runs with
-``DPUSIM_TIME_SCALE=0`` (no sleeping) unless a test sets it. ``corpus_dir`` is ``../shared/corpus``.
+``DPUSIM_TIME_SCALE=0`` (no sleeping) unless a test sets it. ``corpus_dir`` is ``../shared/corpus``: a test
+that uses it is reported "not run: no ../shared" on a clone without it, and fails under CI=true
+(tests/shared_corpus.py).
 """
 
 from __future__ import annotations
@@ -14,11 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_corpus import require_shared
 
 from dpusim import cli, state, tool
-
-REPO = Path(__file__).resolve().parents[3]
-CORPUS = REPO.parent / "shared" / "corpus"
 
 
 class Twin:
@@ -60,9 +60,7 @@ class Twin:
 
 @pytest.fixture
 def corpus_dir() -> Path:
-    if not CORPUS.is_dir():
-        pytest.fail("the corpus is expected at %s (../shared/corpus beside the clone)" % CORPUS)
-    return CORPUS
+    return require_shared("corpus")
 
 
 @pytest.fixture

@@ -45,19 +45,20 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from pathlib import Path
 
 import pytest
+from shared_corpus import SHARED, require_shared
 
 from dpusim.render import devlink, ethtool, gpu, qos, rdma, system
 
-CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
+CORPUS = SHARED / "corpus"
 
 
 def sample(rel: str) -> str:
-    path = CORPUS / rel
+    """The body of a corpus sample; "not run: no ../shared" without the corpus (a failure under CI=true)."""
+    path = require_shared("corpus") / rel
     if not path.exists():
-        pytest.fail(f"corpus sample {path} is missing: the tests need ../shared/corpus beside the repository")
+        pytest.fail(f"corpus sample {path} is missing from ../shared/corpus")
     text = path.read_text(encoding="utf-8")
     return text.split("# ---\n", 1)[1]
 
