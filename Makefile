@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PY_COLORS := 0
 export ANSIBLE_FORCE_COLOR := 0
 
-.PHONY: venv demo demo-down test lint sanity unit integration molecule images lab-up lab-down clean
+.PHONY: venv demo demo-down test lint sanity unit realtools integration molecule images lab-up lab-down clean
 
 # ---------------------------------------------------------------- environment
 $(VENV)/.stamp: pyproject.toml
@@ -39,7 +39,7 @@ images: venv
 # ---------------------------------------------------------------- the tests
 # Every phase runs; one timing line per phase is printed at the end; the first failing phase's code is
 # make test's (scripts/run-phases.sh).
-TEST_PHASES := lint sanity unit integration molecule
+TEST_PHASES := lint sanity unit realtools integration molecule
 test: venv
 	scripts/ensure-docker.sh
 	scripts/ensure-chromium.sh
@@ -61,6 +61,12 @@ sanity: venv
 PYTEST_WORKERS ?= auto
 unit: venv
 	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/unit
+
+# The real programs Debian packages (mstflint, perftest, strongSwan, Open vSwitch, nftables, ...) run the
+# modules' command lines and load their rendered configuration (tests/realtools; root for namespaces).
+realtools: venv
+	scripts/ensure-real-tools.sh
+	$(BIN)/pytest tests/realtools
 
 # One file per worker (--dist loadfile): a file's module fixtures (a sim fleet, the lab) stay on one worker,
 # and its tests keep their order; every sim fleet and lab prefix is the test's own, so files run side by side.
