@@ -2,7 +2,8 @@
 
 The page needs nothing from the network: CSS and JavaScript are inline, the evidence of every
 cell is embedded as JSON. Deep links: ``report.html#q=TEXT&status=failed&open=HOST|CHECK``
-apply the filter and open a cell's evidence on load (what a person would type and click).
+apply the filter and open a cell's evidence on load (what a person would type and click); ``#page=N`` shows the
+N-th page of 100 rows of the check matrix (a 1,000-host run stays quick to filter and scroll).
 """
 
 from __future__ import annotations
@@ -47,15 +48,25 @@ function apply(){
   heads.forEach(h=>{const on=!t||!colMatch.length||colMatch.includes(h);showCol[h.dataset.check]=on;
     h.classList.toggle('hidden',!on);});
   document.querySelectorAll('#matrix td.cell').forEach(c=>c.classList.toggle('hidden',!showCol[c.dataset.check]));
-  let shown=0;
+  let shown=0; kept=[];
   rows.forEach(r=>{
     const host=r.dataset.host.toLowerCase();
     let on=!t||host.includes(t)||colMatch.length>0;
     if(on&&s!=='all'){on=[...r.querySelectorAll('td.cell')].some(c=>showCol[c.dataset.check]&&c.dataset.status===s);}
-    r.classList.toggle('hidden',!on); if(on)shown++;
+    r.classList.toggle('hidden',!on); if(on){shown++;kept.push(r);}
   });
   document.getElementById('shown').textContent=shown+' of '+rows.length+' rows';
+  paginate();
 }
+// Paging: of the rows the filter keeps, PAGE at a time (a 1,000-host matrix stays quick to scroll and filter).
+const PAGE=100; let page=0, kept=[];
+function paginate(){
+  const pages=Math.max(1,Math.ceil(kept.length/PAGE)); page=Math.min(Math.max(page,0),pages-1);
+  kept.forEach((r,i)=>r.classList.toggle('hidden',i<page*PAGE||i>=(page+1)*PAGE));
+  document.getElementById('page').textContent='page '+(page+1)+' of '+pages;
+  document.getElementById('prev').disabled=page===0; document.getElementById('next').disabled=page>=pages-1;
+}
+function turn(by){page+=by;paginate();}
 function open(key){
   const e=data[key]; if(!e)return;
   const d=document.getElementById('evidence');
@@ -73,9 +84,12 @@ function open(key){
 document.querySelectorAll('#matrix td.cell button').forEach(b=>b.addEventListener('click',
   ()=>open(b.parentElement.dataset.key)));
 document.getElementById('close').addEventListener('click',()=>document.getElementById('evidence').close());
-q.addEventListener('input',apply); st.addEventListener('change',apply);
+q.addEventListener('input',()=>{page=0;apply();}); st.addEventListener('change',()=>{page=0;apply();});
+document.getElementById('prev').addEventListener('click',()=>turn(-1));
+document.getElementById('next').addEventListener('click',()=>turn(1));
 const h=new URLSearchParams(location.hash.slice(1));
 if(h.get('q'))q.value=h.get('q'); if(h.get('status'))st.value=h.get('status');
+if(h.get('page'))page=(parseInt(h.get('page'),10)||1)-1;
 apply();
 if(h.get('open')){const c=[...document.querySelectorAll('#matrix td.cell')].find(x=>x.dataset.key===h.get('open'));
   if(c)c.querySelector('button').click();}
@@ -163,6 +177,8 @@ def render_html(model: dict) -> str:
     out.append('<h2>Checks</h2><div id="controls"><input id="q" type="search" '
                'placeholder="filter: host, check or stage" aria-label="filter"> <select id="status" '
                'aria-label="status"><option value="all">any status</option>%s</select> <span id="shown"></span>'
+               ' <button id="prev" type="button">&lsaquo; prev</button> <span id="page"></span>'
+               ' <button id="next" type="button">next &rsaquo;</button>'
                ' <span class="legend">%s</span></div>' % (
                    "".join('<option value="%s">%s</option>' % (s, LABEL.get(s, s)) for s in SYMBOL if s != "absent"),
                    "".join('<span class="s-%s">%s %s</span>' % (s, SYMBOL[s], LABEL.get(s, s))

@@ -1,0 +1,342 @@
+"""Fleet benchmark: a playbook (site.yml by default) on a sim fleet of N pairs against Ansible's floor.
+
+Builds a sim fleet of N GPU host + DPU pairs in a temporary directory (the ``bluefleet.dpu.sim`` inventory:
+local connection, one device-twin root per inventory host) and runs, with the same forks and strategy:
+
+1. the floor: 15 trivial module tasks (``ansible.builtin.command: 'true'``) on every inventory host;
+2. the playbook, first run (the twin starts from its factory state);
+3. the playbook again, the no-op re-run (it must change nothing);
+4. the floor again (the floor figure is the mean of both floor runs, so a load change during the run
+   moves both sides).
+
+For every run: wall time; CPU seconds of ansible-playbook and every process it started (``RUSAGE_CHILDREN``),
+split into the twin's tool processes and the rest (controller + module runs). The twin's tools stand for native
+binaries on real hardware, so they are measured apart: before the runs, every tool front-end the sim inventory
+wrote (``<root>/bin/<tool>``, see ``dpusim env``) is replaced by one that runs the same ``dpusim.tool.run`` and
+then appends its own CPU (self + children) to a log; the ``dpusim`` command the inventory hands to the roles
+(power cycle, reboot) is wrapped the same way. A benchmark callback (``callback_plugins/bench_count.py``) counts
+module runs per host (task results on a target that were not skipped, one per loop item; controller-only
+actions such as ``set_fact`` / ``assert`` do not count) and marks the play boundaries, from which each stage of
+site.yml gets its own wall time, CPU and module runs.
+
+Figures are ratios to the floor: wall / floor wall, (CPU - twin CPU) / floor CPU. Prints a table, writes JSON
+(``--json``). Usage:
+    .venv/bin/python bench/fleet/run.py --nodes 50 --json /tmp/fleet.json
+    .venv/bin/python bench/fleet/run.py --nodes 4 --strategy mitogen_linear
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+FLOOR_TASKS = 15
+
+# The front-end of one twin tool with CPU accounting: the same call as `dpusim env` writes (dpusim.cli), then one
+# line "<end time> <cpu seconds> <tool>" appended to $BENCH_TWIN_CPU_LOG (a single write, O_APPEND).
+TOOL_TEMPLATE = """#!{python}
+# dpusim front-end for {name!r} with CPU accounting; written by bench/fleet/run.py.
+import os, resource, sys, time
+sys.path.insert(0, {src!r})
+def _account():
+    path = os.environ.get("BENCH_TWIN_CPU_LOG")
+    if path:
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.write(fd, ("%.6f %.6f %s\\n" % (time.time(), cpu, {name!r})).encode())
+        os.close(fd)
+try:
+    {call}
+finally:
+    _account()
+"""
+TOOL_CALL = "from dpusim.tool import run\n    rc = run({name!r}, sys.argv[1:])\n    sys.stdout.flush()"
+CLI_CALL = "from dpusim.cli import main\n    rc = main()\n    sys.stdout.flush()"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=4, help="N: GPU host + DPU pairs (default 4)")
+    parser.add_argument("--playbook", default="site.yml", help="playbook of this repository (default site.yml)")
+    parser.add_argument("--forks", type=int, default=20, help="ansible forks (default 20, as ansible.cfg)")
+    parser.add_argument("--strategy", default="linear",
+                        help="linear, free, mitogen_linear or mitogen_free (Mitogen must be installed)")
+    parser.add_argument("--time-scale", type=float, default=0.001,
+                        help="DPUSIM_TIME_SCALE: the twin's modelled waits (default 0.001, as in the tests)")
+    parser.add_argument("--no-rerun", action="store_true", help="skip the no-op re-run")
+    parser.add_argument("--floor-runs", type=int, choices=(1, 2), default=2,
+                        help="floor before and after the playbook (2, the default) or only before (1)")
+    parser.add_argument("--extra", action="append", default=[], metavar="K=V|@FILE",
+                        help="extra vars for the playbook (repeatable), e.g. bluefleet_validate=false")
+    parser.add_argument("--json", type=Path, help="write the result here (default: print only)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary fleet directory")
+    args = parser.parse_args(argv)
+    if args.nodes < 1 or args.forks < 1 or args.time_scale < 0:
+        parser.error("--nodes and --forks must be >= 1 and --time-scale >= 0")
+    return args
+
+
+def strategy_env(strategy):
+    """Environment that selects ``strategy``; Mitogen's strategies need its plugin folder."""
+    env = {"ANSIBLE_STRATEGY": strategy}
+    if strategy.startswith("mitogen"):
+        try:
+            import ansible_mitogen
+        except ImportError as exc:
+            raise SystemExit("--strategy %s: Mitogen is not installed (pip install mitogen, see docs/MITOGEN.md)"
+                             % strategy) from exc
+        env["ANSIBLE_STRATEGY_PLUGINS"] = str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")
+    return env
+
+
+def write_fleet(work, nodes):
+    """The sim inventory (its dpusim command wrapped) and the twin roots with accounting front-ends."""
+    src = str(ROOT / "src")
+    wrapdir = work / "twin-cli"
+    wrapdir.mkdir()
+    wrapper = wrapdir / "dpusim"
+    wrapper.write_text(TOOL_TEMPLATE.format(python=sys.executable, name="dpusim", src=src, call=CLI_CALL))
+    wrapper.chmod(0o755)
+    inventory = work / "inventory" / "fleet.sim.yml"
+    inventory.parent.mkdir()
+    inventory.write_text("plugin: bluefleet.dpu.sim\nnodes: %d\nprofile: bluefield3\nstate_dir: state\n"
+                         "dpusim: %s\n" % (nodes, wrapper))
+    return inventory
+
+
+def account_front_ends(state_dir):
+    """Replace every ``<root>/bin/<tool>`` the inventory wrote with the accounting front-end; returns the count."""
+    src = str(ROOT / "src")
+    count = 0
+    for bindir in sorted(state_dir.glob("*/bin")):
+        for tool in bindir.iterdir():
+            if tool.name.startswith(".") or not tool.is_file():
+                continue
+            tool.write_text(TOOL_TEMPLATE.format(python=sys.executable, name=tool.name, src=src,
+                                                 call=TOOL_CALL.format(name=tool.name)))
+            count += 1
+    return count
+
+
+def write_floor(work):
+    tasks = [{"name": "Trivial module task %d" % (i + 1), "ansible.builtin.command": "true", "changed_when": False}
+             for i in range(FLOOR_TASKS)]
+    play = [{"name": "Ansible floor: %d trivial module tasks per host" % FLOOR_TASKS, "hosts": "gpu_hosts:dpus",
+             "gather_facts": False, "tasks": tasks}]
+    path = work / "floor.yml"
+    path.write_text(yaml.safe_dump(play, sort_keys=False))
+    return path
+
+
+def stage_of_play():
+    """{play name: stage playbook} from site.yml's import_playbook entries (one playbook per stage)."""
+    out = {}
+    for entry in yaml.safe_load((ROOT / "site.yml").read_text()):
+        stage = entry["ansible.builtin.import_playbook"]
+        for play in yaml.safe_load((ROOT / stage).read_text()):
+            out[play["name"]] = Path(stage).stem
+    return out
+
+
+def read_twin_log(path):
+    rows = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            end, cpu, tool = line.split(" ", 2)
+            rows.append((float(end), float(cpu), tool))
+    return rows
+
+
+def run_one(label, playbook, inventory, work, env, extra_args):
+    """Run one playbook; wall, CPU split into twin / rest, module runs per host and per stage."""
+    events_path = work / ("events-%s.jsonl" % label)
+    twin_path = work / ("twin-%s.log" % label)
+    run_env = dict(env, BENCH_FLEET_EVENTS=str(events_path), BENCH_TWIN_CPU_LOG=str(twin_path))
+    load_before = os.getloadavg()
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started_wall, started = time.time(), time.monotonic()
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), *extra_args],
+                          env=run_env, capture_output=True, text=True, cwd=str(ROOT), check=False)
+    wall = time.monotonic() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
+    (work / ("ansible-%s.log" % label)).write_text(proc.stdout + proc.stderr)
+    twin = read_twin_log(twin_path)
+    events = [json.loads(line) for line in events_path.read_text().splitlines()] if events_path.exists() else []
+    results = [e for e in events if e["event"] == "result"]
+    runs_per_host = {}
+    for e in results:
+        runs_per_host[e["host"]] = runs_per_host.get(e["host"], 0) + e["runs"]
+    twin_cpu = sum(c for _, c, _ in twin)
+    out = {
+        "rc": proc.returncode, "wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 2),
+        "twin_cpu_seconds": round(twin_cpu, 2), "twin_tool_calls": len(twin),
+        "cpu_seconds_excluding_twin": round(cpu - twin_cpu, 2),
+        "module_runs": sum(runs_per_host.values()), "module_runs_per_host": runs_per_host,
+        "changed": sum(1 for e in results if e["changed"]),
+        "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
+        "stages": stages(events, twin, started_wall, started_wall + wall),
+    }
+    if proc.returncode != 0:
+        out["output_tail"] = (proc.stdout + proc.stderr)[-4000:]
+    return out
+
+
+def stages(events, twin, start, end):
+    """Per stage of site.yml (consecutive plays of one stage playbook): wall, controller-side CPU, twin CPU,
+    module runs. The controller-side CPU is ansible-playbook's own CPU plus its reaped children at the play
+    boundaries (what the callback sees); the first stage's figure includes the start-up (inventory parsing)."""
+    names = stage_of_play()
+    marks = []  # (stage, t, cpu) at the start of each stage
+    current = None
+    for e in events:
+        if e["event"] == "play":
+            stage = names.get(e["play"], e["play"])
+            if stage != current:
+                marks.append([stage, e["t"], e["cpu"]])
+                current = stage
+    final = next((e for e in events if e["event"] == "end"), None)
+    if not marks or final is None:
+        return []
+    marks[0][1], marks[0][2] = start, 0.0
+    marks.append(["end", final["t"], final["cpu"]])
+    out = []
+    current, index = None, -1
+    runs = {}
+    for e in events:
+        if e["event"] == "play":
+            stage = names.get(e["play"], e["play"])
+            if stage != current:
+                current, index = stage, index + 1
+        elif e["event"] == "result" and index >= 0:
+            runs.setdefault(index, {}).setdefault(e["host"], 0)
+            runs[index][e["host"]] += e["runs"]
+    for index, (stage, t0, c0) in enumerate(marks[:-1]):
+        t1, c1 = marks[index + 1][1], marks[index + 1][2]
+        twin_cpu = sum(c for t, c, _ in twin if t0 <= t < t1)
+        hosts = runs.get(index, {})
+        out.append({"stage": stage, "wall_seconds": round(t1 - t0, 2), "cpu_seconds": round(c1 - c0, 2),
+                    "twin_cpu_seconds": round(twin_cpu, 2),
+                    "module_runs": sum(hosts.values()), "hosts": len(hosts)})
+    return out
+
+
+def run_bench(args):
+    work = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
+    inventory = write_fleet(work, args.nodes)
+    floor = write_floor(work)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), DPUSIM_TIME_SCALE=repr(args.time_scale),
+               ANSIBLE_FORKS=str(args.forks), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="bench_count",
+               PATH="%s%s%s" % (BIN, os.pathsep, os.environ.get("PATH", "")))
+    env.update(strategy_env(args.strategy))
+    for name in ("BLUEFLEET_SIM_NODES", "BLUEFLEET_SIM_STATE"):
+        env.pop(name, None)
+    # parse the inventory once first: the plugin creates the twin roots then, outside the measurement
+    subprocess.run([str(BIN / "ansible-inventory"), "-i", str(inventory), "--list"], env=env, check=True,
+                   capture_output=True, timeout=1800)
+    front_ends = account_front_ends(inventory.parent / "state")
+    extra_args = []
+    for extra in args.extra:
+        extra_args += ["-e", extra]
+    runs = {"floor_before": run_one("floor1", floor, inventory, work, env, [])}
+    runs["first"] = run_one("first", ROOT / args.playbook, inventory, work, env, extra_args)
+    if not args.no_rerun:
+        runs["rerun"] = run_one("rerun", ROOT / args.playbook, inventory, work, env, extra_args)
+    if args.floor_runs == 2:
+        runs["floor_after"] = run_one("floor2", floor, inventory, work, env, [])
+    floors = [runs[label] for label in ("floor_before", "floor_after") if label in runs]
+    floor_wall = sum(run["wall_seconds"] for run in floors) / len(floors)
+    floor_cpu = sum(run["cpu_seconds_excluding_twin"] for run in floors) / len(floors)
+    result = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "nodes": args.nodes, "inventory_hosts": 2 * args.nodes, "playbook": args.playbook, "forks": args.forks,
+        "strategy": args.strategy, "time_scale": args.time_scale, "extra_vars": args.extra,
+        "accounting_front_ends": front_ends,
+        "floor": {"tasks_per_host": FLOOR_TASKS, "runs": len(floors), "wall_seconds": round(floor_wall, 3),
+                  "cpu_seconds": round(floor_cpu, 2)},
+        "runs": runs,
+        "workdir": str(work),
+    }
+    for label in ("first", "rerun"):
+        if label not in runs:
+            continue
+        run = runs[label]
+        run["wall_vs_floor"] = round(run["wall_seconds"] / floor_wall, 3) if floor_wall else None
+        run["cpu_vs_floor"] = round(run["cpu_seconds_excluding_twin"] / floor_cpu, 3) if floor_cpu else None
+        run["cpu_per_pair_excluding_twin"] = round(run["cpu_seconds_excluding_twin"] / args.nodes, 3)
+        run["twin_cpu_per_pair"] = round(run["twin_cpu_seconds"] / args.nodes, 3)
+        run["module_runs_per_pair"] = round(run["module_runs"] / args.nodes, 2)
+    if "rerun" in runs and runs["first"]["wall_seconds"]:
+        result["rerun_wall_vs_first"] = round(runs["rerun"]["wall_seconds"] / runs["first"]["wall_seconds"], 3)
+        result["rerun_cpu_vs_first"] = round(runs["rerun"]["cpu_seconds_excluding_twin"]
+                                             / runs["first"]["cpu_seconds_excluding_twin"], 3)
+    result["rc"] = max(run["rc"] for run in runs.values())
+    if not args.keep and result["rc"] == 0:
+        subprocess.run(["rm", "-rf", str(work)], check=False)
+        result["workdir"] = None
+    return result
+
+
+def table(result):
+    floor = result["floor"]
+    lines = ["fleet: N=%d pairs (%d hosts), %s, forks %d, strategy %s, DPUSIM_TIME_SCALE %s" % (
+        result["nodes"], result["inventory_hosts"], result["playbook"], result["forks"], result["strategy"],
+        result["time_scale"]),
+        "floor (%d x command true per host, mean of %d runs): wall %.1f s, CPU %.1f s" % (
+            floor["tasks_per_host"], floor["runs"], floor["wall_seconds"], floor["cpu_seconds"]),
+        "%-6s %9s %8s %9s %9s %8s %8s %9s %8s %5s %7s" % (
+            "run", "wall s", "x floor", "CPU s", "twin CPU", "rest", "x floor", "CPU/pair", "mod/pair", "chg",
+            "load1")]
+    for label in ("first", "rerun"):
+        run = result["runs"].get(label)
+        if run is None:
+            continue
+        lines.append("%-6s %9.1f %8.2f %9.1f %9.1f %8.1f %8.2f %9.2f %8.1f %5d %7.1f" % (
+            label, run["wall_seconds"], run["wall_vs_floor"], run["cpu_seconds"], run["twin_cpu_seconds"],
+            run["cpu_seconds_excluding_twin"], run["cpu_vs_floor"], run["cpu_per_pair_excluding_twin"],
+            run["module_runs_per_pair"], run["changed"], run["loadavg_before"][0]))
+    first = result["runs"]["first"]
+    if first["stages"]:
+        lines.append("stages of the first run: %-12s %8s %8s %8s %9s" % ("stage", "wall s", "CPU s", "twin s",
+                                                                          "mod/pair"))
+        for stage in first["stages"]:
+            lines.append("                         %-12s %8.1f %8.1f %8.1f %9.1f" % (
+                stage["stage"], stage["wall_seconds"], stage["cpu_seconds"], stage["twin_cpu_seconds"],
+                stage["module_runs"] / result["nodes"]))
+    if "rerun_wall_vs_first" in result:
+        lines.append("no-op re-run / first run: wall %.0f %%, CPU excluding twin %.0f %%" % (
+            100 * result["rerun_wall_vs_first"], 100 * result["rerun_cpu_vs_first"]))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    result = run_bench(args)
+    print(table(result))
+    for label, run in result["runs"].items():
+        if run["rc"] != 0:
+            print("%s failed (rc=%d):\n%s" % (label, run["rc"], run.get("output_tail", "")), file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if result["rc"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

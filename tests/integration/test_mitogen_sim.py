@@ -1,0 +1,91 @@
+"""The firmware stage and the upgrade playbook under Mitogen (``strategy: mitogen_linear``) on a sim fleet.
+
+Mitogen runs modules in a persistent interpreter per host instead of one process per task; the roles and
+modules must give the same results there: check mode touches nothing, the apply changes the cards, the second
+run changes nothing, and the upgrade leaves every DPU on the new firmware. docs/MITOGEN.md says how to enable it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import BIN, ROOT, ansible_env, make_sim_inventory, twin_state
+
+NEW_FW = "32.43.1014"
+DPUS = ["sim01-dpu", "sim02-dpu"]
+# ansible-core's warning whenever a strategy from outside ansible.builtin runs: proof that Mitogen's was used
+THIRD_PARTY_STRATEGY = "strategy plugins not included in ansible.builtin"
+
+
+@pytest.fixture(scope="module")
+def mitogen_env():
+    try:
+        import ansible_mitogen
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("mitogen is not installed (the dev extra pins it): run `make venv`")
+        pytest.skip("not run: mitogen is not installed (the dev extra pins it; `make venv` installs it)")
+    env = ansible_env()
+    env["ANSIBLE_STRATEGY"] = "mitogen_linear"
+    env["ANSIBLE_STRATEGY_PLUGINS"] = str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")
+    return env
+
+
+def play(env, inventory, playbook, *extra):
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inventory), playbook, *extra], cwd=str(ROOT),
+                          env=env, capture_output=True, text=True, timeout=1800, check=False)
+    assert proc.returncode == 0, "%s under Mitogen failed:\n%s%s" % (playbook, proc.stdout[-6000:], proc.stderr[-3000:])
+    assert THIRD_PARTY_STRATEGY in proc.stderr, "the run did not use Mitogen's strategy: %s" % proc.stderr[-2000:]
+    return proc.stdout
+
+
+def changed(stdout):
+    """Sum of changed= over the PLAY RECAP lines."""
+    total = 0
+    for line in stdout.splitlines():
+        if " changed=" in line and " ok=" in line:
+            total += int(line.split(" changed=")[1].split()[0])
+    return total
+
+
+def cards(inventory):
+    return {host: twin_state(inventory.parent / "state" / host)["cards"][0] for host in DPUS}
+
+
+def test_firmware_stage_under_mitogen(tmp_path, mitogen_env, collection_link):
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=2)
+    extra = tmp_path / "vars.yml"
+    extra.write_text("firmware_nvconfig: {NUM_OF_VFS: 8, SRIOV_EN: true}\n")
+    subprocess.run([str(BIN / "ansible-inventory"), "-i", str(inventory), "--list"], env=mitogen_env, check=True,
+                   capture_output=True, timeout=600)  # creates the twin roots
+    before = cards(inventory)
+    check = play(mitogen_env, inventory, "playbooks/firmware.yml", "-e", "@%s" % extra, "--check", "--diff")
+    assert changed(check) > 0 and "NUM_OF_VFS: 16 -> 8" in check
+    assert cards(inventory) == before, "check mode under Mitogen changed a card"
+    apply = play(mitogen_env, inventory, "playbooks/firmware.yml", "-e", "@%s" % extra)
+    assert changed(apply) > 0
+    for host, card in cards(inventory).items():
+        assert card["mlxconfig"]["current"]["NUM_OF_VFS"] == 8, host
+        assert card["arm_boot_id"] == before[host]["arm_boot_id"] + 1, "%s: exactly one firmware reset" % host
+    again = play(mitogen_env, inventory, "playbooks/firmware.yml", "-e", "@%s" % extra)
+    assert changed(again) == 0, again[-4000:]
+
+
+def test_upgrade_playbook_under_mitogen(tmp_path, mitogen_env, collection_link):
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=2)
+    image = tmp_path / "fw.bin"
+    subprocess.run([str(BIN / "dpusim"), "make-image", "--kind", "nic-fw", "--profile", "bluefield3", "--version",
+                    NEW_FW, "-o", str(image)], check=True, capture_output=True, timeout=60)
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps({"firmware_nic_image": str(image), "firmware_nic_version": NEW_FW,
+                                 "upgrade_serial": ["1", "1"], "bluefleet_state_dir": str(tmp_path / "records")}))
+    first = play(mitogen_env, inventory, "playbooks/upgrade.yml", "-e", "@%s" % extra)
+    assert changed(first) > 0
+    assert {host: card["firmware"]["running"]["version"] for host, card in cards(inventory).items()} == \
+        dict.fromkeys(DPUS, NEW_FW)
+    second = play(mitogen_env, inventory, "playbooks/upgrade.yml", "-e", "@%s" % extra)
+    assert changed(second) == 0, second[-4000:]
