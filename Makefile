@@ -52,6 +52,8 @@ lint: venv
 	$(BIN)/yamllint -s .
 	@# ansible-lint installs the collection it lints into $$HOME/.ansible and does not refresh a copy
 	@# of the same version: a throw-away HOME keeps a stale copy from shadowing the tree being linted.
+	@# ansible-lint's syntax check reads ansible.cfg's default inventory (inventories/sim): its twin roots first.
+	$(BIN)/bluefleet sim init -i inventories/sim
 	lint_home=$$(mktemp -d) && trap 'rm -rf "$$lint_home"' EXIT && HOME=$$lint_home $(BIN)/ansible-lint
 
 sanity: venv

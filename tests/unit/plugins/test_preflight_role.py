@@ -31,12 +31,13 @@ def test_filter_choices_follow_the_modules():
 
 def test_main_only_includes_tagged_phases():
     tasks = _load("tasks", "main.yml")
-    assert [t["ansible.builtin.import_tasks"] for t in tasks] == ["pairing.yml", "inputs.yml", "facts.yml", "gate.yml"]
-    for task in tasks[:3]:
+    assert [t["ansible.builtin.import_tasks"] for t in tasks] == ["pairing.yml", "inputs.yml", "facts.yml",
+                                                                  "tools.yml", "gate.yml"]
+    for task in tasks[:4]:
         assert set(task) == {"name", "ansible.builtin.import_tasks", "when", "tags"}
         assert "preflight" in task["tags"]
     # the gate runs whatever the tags: one host's problem stops every host
-    assert tasks[3]["tags"] == ["always"] and "when" not in tasks[3]
+    assert tasks[4]["tags"] == ["always"] and "when" not in tasks[4]
 
 
 def test_gate_stops_every_host():
