@@ -87,12 +87,12 @@ def test_timeout_refused(name, value):
     assert not passed
     assert msg.startswith("%s=%s: give a whole number of seconds above 0" % (name, json.dumps(value))), msg
     assert "-e %s=" % name in msg and "Nothing was changed" in msg
-    assert all(ok for key, (ok, _) in results.items() if key != name)
+    assert all(ok for key, (ok, _why) in results.items() if key != name)
 
 
 def test_timeout_given_as_a_string_is_accepted():
     """The issue's case: -e firmware_bfb_ready_timeout=60 arrives as the string "60"."""
-    assert all(ok for ok, _ in _check_timeouts({"firmware_bfb_ready_timeout": "60"}).values())
+    assert all(ok for ok, _why in _check_timeouts({"firmware_bfb_ready_timeout": "60"}).values())
 
 
 def _role_cases():

@@ -183,9 +183,7 @@ def test_no_check_can_end_without_asserting(path):
                        "where the check does not apply to the host")
 
 
-
 # ---- the break table ---------------------------------------------------------------------------------------------
-
 def _services_default() -> list[dict]:
     return yaml.safe_load((ROOT / "roles/doca_services/defaults/main.yml").read_text())["doca_services_list"]
 
@@ -379,8 +377,8 @@ def _row_checks() -> set[str]:
     return ids | set(SEPARATE_BREAKS) | set(LAB_BREAKS)
 
 
-def _suite(inventory: Path, tmp_path: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess,
-                                                                                            dict]:
+def _suite(inventory: Path, tmp_path: Path, *extra: str,
+           env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
     evidence = tmp_path / ("evidence-%d.json" % len(list(tmp_path.glob("evidence-*.json"))))
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests/validation"),

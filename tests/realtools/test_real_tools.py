@@ -190,7 +190,7 @@ def test_firewall_ruleset_is_loaded_by_nft(netns, tmp_path):
     check = run(["ip", "netns", "exec", netns, "nft", "-c", "-f", str(path)])
     assert check.returncode == 0, check.stderr
     assert run(["ip", "-n", netns, "link", "add", "pf0hpf", "type", "veth", "peer", "name", "vxlan0"]).returncode == 0
-    for _ in range(2):  # loaded twice: the file replaces its table whole
+    for _attempt in range(2):  # loaded twice: the file replaces its table whole
         load = run(["ip", "netns", "exec", netns, "nft", "-f", str(path)])
         assert load.returncode == 0, load.stderr
     listed = run(["ip", "netns", "exec", netns, "nft", "list", "table", "netdev", "bluefleet_firewall"])
@@ -345,7 +345,7 @@ def charon(netns, tmp_path):
     proc = subprocess.Popen(["ip", "netns", "exec", netns, daemon], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
+        for _attempt in range(100):
             if (tmp_path / "charon.vici").exists() or proc.poll() is not None:
                 break
             time.sleep(0.1)

@@ -32,7 +32,7 @@ def run(tmp_path: Path, *phases: str, fail: dict[str, int] | None = None) -> tup
 
 
 def test_all_phases_pass(tmp_path):
-    rc, rows, _ = run(tmp_path, "lint", "sanity", "unit")
+    rc, rows, _log = run(tmp_path, "lint", "sanity", "unit")
     assert rc == 0
     assert rows == [("lint", "ok"), ("sanity", "ok"), ("unit", "ok"), ("wall", "ok")]
 

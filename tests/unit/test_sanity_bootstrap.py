@@ -35,24 +35,24 @@ def test_the_standin_is_used_where_present(tmp_path):
     standin = tmp_path / "tools" / "ansible-test-get-pip.py"
     standin.parent.mkdir()
     standin.write_text("# offline stand-in\nprint('pip')\n")
-    cache, _, err = bootstrap(tmp_path, standin, tmp_path / "no-cert.crt")
+    cache, _out, err = bootstrap(tmp_path, standin, tmp_path / "no-cert.crt")
     assert (cache / "get_pip_24_2.py").read_text() == standin.read_text()
     assert "offline stand-in %s" % standin in err
 
 
 def test_without_the_standin_ansible_test_downloads_its_own(tmp_path):
     standin = tmp_path / "tools" / "ansible-test-get-pip.py"  # not created: a clone with no ../shared
-    cache, _, err = bootstrap(tmp_path, standin, tmp_path / "no-cert.crt")
+    cache, _out, err = bootstrap(tmp_path, standin, tmp_path / "no-cert.crt")
     assert cache.is_dir() and not list(cache.iterdir()), "nothing may be put where ansible-test looks for get-pip"
     assert "ansible-test downloads its own" in err
 
 
 def test_pip_cert_only_when_the_bundle_exists(tmp_path):
     cert = tmp_path / "ca.crt"
-    _, out, err = bootstrap(tmp_path, tmp_path / "none.py", cert)
+    _cache, out, err = bootstrap(tmp_path, tmp_path / "none.py", cert)
     assert out == "PIP_CERT=<unset>" and "not set" in err
     cert.write_text("-----BEGIN CERTIFICATE-----\n")
-    _, out, _ = bootstrap(tmp_path, tmp_path / "none.py", cert)
+    _cache, out, _err = bootstrap(tmp_path, tmp_path / "none.py", cert)
     assert out == "PIP_CERT=%s" % cert
 
 
@@ -61,7 +61,7 @@ def test_a_pip_cert_the_user_set_is_kept(tmp_path, bundle_exists):
     cert = tmp_path / "ca.crt"
     if bundle_exists:
         cert.write_text("x")
-    _, out, _ = bootstrap(tmp_path, tmp_path / "none.py", cert, pip_cert="/opt/corp/ca.pem")
+    _cache, out, _err = bootstrap(tmp_path, tmp_path / "none.py", cert, pip_cert="/opt/corp/ca.pem")
     assert out == "PIP_CERT=/opt/corp/ca.pem"
 
 

@@ -25,7 +25,7 @@ import hashlib
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import (  # noqa: F401 (re-exported)
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import (
     fs_root_spec,
     side_spec,
     timeout_spec,
@@ -35,6 +35,10 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner imp
     tool_missing,
     version_line,
 )
+
+# The option specs are re-exported from _argspec, where they live, for the modules that import them from here.
+__all__ = ["ToolError", "ToolReader", "fs_root_spec", "is_sha256", "nonpositive_seconds", "parse_output", "run_module",
+           "run_tool", "sha256_of", "side_spec", "timeout_spec", "unavailable", "without_unasked_diff"]
 
 _SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
 

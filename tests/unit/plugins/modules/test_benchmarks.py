@@ -8,8 +8,6 @@ perftest run (public issue report raids-lab/crater #339).
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
@@ -148,7 +146,12 @@ def test_check_mode_runs_no_traffic(run_module, monkeypatch, module, args):
 
     monkeypatch.setattr(module, "ToolRunner", no_runner)
     results = []
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: results.append(kw) or sys.exit(0))
+
+    def fake_exit(_self, **kw):
+        results.append(kw)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", fake_exit)
     with patch_module_args(dict(args, _ansible_check_mode=True)), pytest.raises(SystemExit):
         module.main()
     (res,) = results

@@ -76,15 +76,15 @@ def test_check_mode_reports_leftovers_and_keeps_them(run_module, tmp_path):
 
 def test_present_needs_addresses_and_key(run_module, tmp_path):
     failed, res = run_module(dividend_tunnel, {"state": "present", "local_address": "10.10.0.1",
-                                              "workdir": str(tmp_path / "run")}, Runner({}))
+                                               "workdir": str(tmp_path / "run")}, Runner({}))
     assert failed and "peer_address" in res["msg"] and "psk" in res["msg"]
 
 
 def test_the_key_never_reaches_the_result(run_module, tmp_path):
     runner = Runner({LINK: NO_LINK, ADDRS: (0, LO_ONLY, "")})
     failed, res = run_module(dividend_tunnel, {"state": "present", "local_address": "10.10.0.1",
-                                              "peer_address": "10.10.0.2", "psk": "s3cret-psk",
-                                              "workdir": str(tmp_path / "run")}, runner, check_mode=True)
+                                               "peer_address": "10.10.0.2", "psk": "s3cret-psk",
+                                               "workdir": str(tmp_path / "run")}, runner, check_mode=True)
     assert not failed, res
     assert res["changed"] and not (tmp_path / "run").exists()  # check mode writes nothing
     assert "s3cret-psk" not in json.dumps(res)
