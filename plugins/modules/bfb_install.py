@@ -394,7 +394,7 @@ class Dpu:
 
 
 # bfb-install has no --version (rshim-user-space's script rejects it): the version is the rshim package's.
-TOOL_VERSION_ARGV = ["dpkg-query", "-W", "-f=${Version}\\n", "rshim"]
+TOOL_VERSION_ARGV = ("dpkg-query", "-W", "-f=${Version}\\n", "rshim")
 
 
 def install_argv(rshim, bfb, config=None):

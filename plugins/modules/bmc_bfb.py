@@ -115,6 +115,16 @@ requests:
   returned: always
   type: list
   elements: str
+cmd:
+  description: The Redfish requests made, C(METHOD URI) in order (no bodies, no credentials), as RV(requests).
+  returned: always
+  type: list
+  elements: str
+tool_version:
+  description: The BMC firmware that answered (Manager C(FirmwareVersion)), or null when the BMC did not say.
+  returned: success
+  type: str
+  sample: BF-24.10-10
 """
 
 import functools
@@ -126,7 +136,17 @@ import threading
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _bmc as rules
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_concatenation
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._redfish import RedfishError, bmc_spec, client_from
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import without_unasked_diff
+
+
+def bmc_firmware_version(client):
+    """The BMC's firmware version (the Redfish service the module drives), or None when it does not answer."""
+    try:
+        return client.get(rules.MANAGER).get("FirmwareVersion")
+    except RedfishError:
+        return None
 
 
 class Failure(Exception):
@@ -155,10 +175,7 @@ def stage(bfb, bf_cfg, directory):
     name = os.path.basename(bfb)
     target = os.path.join(directory, name)
     if bf_cfg:
-        with open(target, "wb") as out:
-            for part in (bfb, bf_cfg):
-                with open(part, "rb") as fh:
-                    shutil.copyfileobj(fh, out)
+        write_concatenation(target, (bfb, bf_cfg), mode=0o600)
     else:
         os.symlink(os.path.abspath(bfb), target)
     return name
@@ -279,12 +296,13 @@ def main():
     try:
         result = run(module, client)
     except Failure as exc:
-        module.fail_json(msg=exc.msg, requests=client.requests, **exc.extra)
+        module.fail_json(msg=exc.msg, cmd=client.requests, requests=client.requests, **exc.extra)
     except RedfishError as exc:
         module.fail_json(msg="install BFB via BMC %s failed: %s" % (module.params["bmc"]["address"], exc.msg),
-                         requests=client.requests)
-    diff = {"before": {"DPU_OS": result["before"]}, "after": {"DPU_OS": result["after"]}}
-    module.exit_json(requests=client.requests, diff=diff, **result)
+                         cmd=client.requests, requests=client.requests)
+    result["tool_version"] = bmc_firmware_version(client)
+    result["diff"] = {"before": {"DPU_OS": result["before"]}, "after": {"DPU_OS": result["after"]}}
+    module.exit_json(cmd=client.requests, requests=client.requests, **without_unasked_diff(module, result))
 
 
 if __name__ == "__main__":

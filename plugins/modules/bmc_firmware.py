@@ -134,6 +134,16 @@ requests:
   returned: always
   type: list
   elements: str
+cmd:
+  description: The Redfish requests made, C(METHOD URI) in order (no bodies, no credentials), as RV(requests).
+  returned: always
+  type: list
+  elements: str
+tool_version:
+  description: The BMC firmware that answered (Manager C(FirmwareVersion)), or null when the BMC did not say.
+  returned: success
+  type: str
+  sample: BF-24.10-10
 """
 
 import os
@@ -141,8 +151,17 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _bmc as rules
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._redfish import RedfishError, bmc_spec, client_from
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import without_unasked_diff
 
 PUSH_ACTIVE = ("/redfish/v1/UpdateService/update-multipart", "/redfish/v1/UpdateService/update")
+
+
+def bmc_firmware_version(client):
+    """The BMC's firmware version (the Redfish service the module drives), or None when it does not answer."""
+    try:
+        return client.get(rules.MANAGER).get("FirmwareVersion")
+    except RedfishError:
+        return None
 
 
 class Failure(Exception):
@@ -268,13 +287,14 @@ def main():
     try:
         result = run(module, client)
     except Failure as exc:
-        module.fail_json(msg=exc.msg, requests=client.requests, **exc.extra)
+        module.fail_json(msg=exc.msg, cmd=client.requests, requests=client.requests, **exc.extra)
     except RedfishError as exc:
         module.fail_json(msg="%s firmware via BMC %s failed: %s"
                          % (module.params["component"], module.params["bmc"]["address"], exc.msg),
-                         requests=client.requests)
-    diff = {"before": {"version": result["before"]}, "after": {"version": result["after"]}}
-    module.exit_json(requests=client.requests, diff=diff, **result)
+                         cmd=client.requests, requests=client.requests)
+    result["tool_version"] = bmc_firmware_version(client)
+    result["diff"] = {"before": {"version": result["before"]}, "after": {"version": result["after"]}}
+    module.exit_json(cmd=client.requests, requests=client.requests, **without_unasked_diff(module, result))
 
 
 if __name__ == "__main__":

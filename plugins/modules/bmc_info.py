@@ -47,6 +47,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+changed:
+  description: Always false (the module only reads).
+  returned: always
+  type: bool
 firmware:
   description: Version of every FirmwareInventory member, by member id.
   returned: always
@@ -103,6 +107,16 @@ requests:
   returned: always
   type: list
   elements: str
+cmd:
+  description: The Redfish requests made, C(METHOD URI) in order (no bodies, no credentials), as RV(requests).
+  returned: always
+  type: list
+  elements: str
+tool_version:
+  description: The BMC firmware that answered (Manager C(FirmwareVersion)), or null when the BMC did not say.
+  returned: success
+  type: str
+  sample: BF-24.10-10
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -149,8 +163,9 @@ def main():
         facts = read(client)
     except RedfishError as exc:
         module.fail_json(msg="read BMC %s failed: %s" % (module.params["bmc"]["address"], exc.msg),
-                         requests=client.requests)
-    module.exit_json(changed=False, requests=client.requests, **facts)
+                         cmd=client.requests, requests=client.requests)
+    module.exit_json(changed=False, cmd=client.requests, requests=client.requests, tool_version=facts["bmc_version"],
+                     **facts)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+changed:
+  description: True when the reset was sent (or, in check mode, would be sent).
+  returned: always
+  type: bool
 action:
   description: The action URI and ResetType used.
   returned: always
@@ -87,6 +91,16 @@ requests:
   returned: always
   type: list
   elements: str
+cmd:
+  description: The Redfish requests made, C(METHOD URI) in order (no bodies, no credentials), as RV(requests).
+  returned: always
+  type: list
+  elements: str
+tool_version:
+  description: The BMC firmware that answered (Manager C(FirmwareVersion)), or null when the BMC did not say.
+  returned: success
+  type: str
+  sample: BF-24.10-10
 """
 
 import time
@@ -131,13 +145,15 @@ def main():
     result = {"action": {"uri": uri, "ResetType": reset_type}, "waited": 0.0, "boot_progress": {}}
     try:
         allowed = allowed_types(client, resource)
+        # read before the reset: a BMC that restarts is away for minutes
+        result["tool_version"] = client.get(rules.MANAGER).get("FirmwareVersion")
         if allowed and reset_type not in allowed:
             module.fail_json(msg="reset %s via BMC %s refused: ResetType %s is not one the BMC offers there (%s); "
                                  "set reset_type to one of them"
                                  % (p["target"], p["bmc"]["address"], reset_type, ", ".join(allowed)),
-                             requests=client.requests, **result)
+                             cmd=client.requests, requests=client.requests, **result)
         if module.check_mode:
-            module.exit_json(changed=True, requests=client.requests, **result)
+            module.exit_json(changed=True, cmd=client.requests, requests=client.requests, **result)
         start = time.monotonic()
         client.post(uri, {"ResetType": reset_type})
         if p["wait"]:
@@ -156,13 +172,13 @@ def main():
             if timed_out:
                 module.fail_json(msg="reset %s via BMC %s: not back after %d s; check the BMC's console or raise "
                                      "wait_timeout" % (p["target"], p["bmc"]["address"], p["wait_timeout"]),
-                                 requests=client.requests, **result)
+                                 cmd=client.requests, requests=client.requests, **result)
         if p["target"] in ("system", "card"):
             result["boot_progress"] = client.get(rules.SYSTEM).get("BootProgress") or {}
     except RedfishError as exc:
         module.fail_json(msg="reset %s via BMC %s failed: %s" % (p["target"], p["bmc"]["address"], exc.msg),
-                         requests=client.requests, **result)
-    module.exit_json(changed=True, requests=client.requests, **result)
+                         cmd=client.requests, requests=client.requests, **result)
+    module.exit_json(changed=True, cmd=client.requests, requests=client.requests, **result)
 
 
 if __name__ == "__main__":

@@ -63,8 +63,8 @@ options:
     description: Start the IKE negotiation from this end (one end of the pair, after the other end is present).
     type: bool
     default: false
-  device:
-    description: Name of the VXLAN device.
+  interface:
+    description: Name of the VXLAN netdev the module creates (not the card, which other modules call C(device)).
     type: str
     default: bfdiv0
   workdir:
@@ -125,6 +125,11 @@ removed:
   returned: always
   type: list
   elements: str
+tool_version:
+  description: What C(swanctl --version) prints (the strongSwan of the tunnel), or null without swanctl.
+  returned: success
+  type: str
+  sample: strongSwan swanctl 5.9.8
 cmd:
   description: Every command run, as argv lists, in order.
   returned: always
@@ -138,6 +143,7 @@ import signal
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -154,6 +160,10 @@ def _state_path(params):
     return os.path.join(params["workdir"], "state.json")
 
 
+# strongSwan drives the tunnel: its version (swanctl prints "strongSwan swanctl 5.9.8").
+SWANCTL_VERSION_ARGV = ("swanctl", "--version")
+
+
 def read_state(params):
     try:
         with open(_state_path(params), encoding="utf-8") as handle:
@@ -161,16 +171,13 @@ def read_state(params):
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        return {"device": params["device"], "addresses": [], "charon_pid": None}
-    return data if isinstance(data, dict) else {"device": params["device"], "addresses": [], "charon_pid": None}
+        return {"device": params["interface"], "addresses": [], "charon_pid": None}
+    return data if isinstance(data, dict) else {"device": params["interface"], "addresses": [], "charon_pid": None}
 
 
 def write_state(params, state):
     os.makedirs(params["workdir"], mode=0o700, exist_ok=True)
-    tmp = _state_path(params) + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(state, handle)
-    os.replace(tmp, _state_path(params))
+    write_file(_state_path(params), json.dumps(state), mode=0o600)
 
 
 def _is_charon(pid):
@@ -196,7 +203,7 @@ def present_parts(runner, params, state):
     pid = state.get("charon_pid")
     have = _lo_addresses(runner)
     return {"charon_pid": pid if pid and _is_charon(pid) else None,
-            "device": _link_exists(runner, state.get("device") or params["device"]),
+            "device": _link_exists(runner, state.get("device") or params["interface"]),
             "addresses": sorted(a for a in state.get("addresses", []) if a in have)}
 
 
@@ -211,7 +218,7 @@ def _run(runner, argv, what, result_ok=None):
 def removal_plan(params, parts, state):
     """What ``remove`` takes away, in its words and order."""
     plan = ["charon (pid %d)" % parts["charon_pid"]] if parts["charon_pid"] else []
-    plan += ["link %s" % ((state or {}).get("device") or params["device"])] if parts["device"] else []
+    plan += ["link %s" % ((state or {}).get("device") or params["interface"])] if parts["device"] else []
     plan += ["address %s on lo" % a for a in parts["addresses"] if a.endswith("/32")]
     return plan + ([params["workdir"]] if os.path.isdir(params["workdir"]) else [])
 
@@ -227,7 +234,7 @@ def remove(runner, params, parts, state):
         else:
             os.kill(parts["charon_pid"], signal.SIGKILL)
         removed.append("charon (pid %d)" % parts["charon_pid"])
-    device = (state or {}).get("device") or params["device"]
+    device = (state or {}).get("device") or params["interface"]
     if parts["device"]:
         _run(runner, ["ip", "link", "del", "dev", device], "delete %s" % device)
         removed.append("link %s" % device)
@@ -265,9 +272,7 @@ def swanctl_conf(params):
 
 
 def _write_private(path, text):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_file(path, text, mode=0o600)
 
 
 def build(runner, params, state):
@@ -308,7 +313,7 @@ def build(runner, params, state):
     if params["initiate"]:
         _run(swanctl, ["swanctl", "--initiate", "--child", CONN, "--uri", uri, "--timeout", str(params["timeout"])],
              "negotiate IKE with %s (is the peer's tunnel present?)" % params["peer_address"])
-    dev = params["device"]
+    dev = params["interface"]
     state["device"] = dev
     state["addresses"] = sorted(set(state["addresses"]) | {params["overlay_local"]})
     write_state(params, state)
@@ -348,7 +353,7 @@ def tunnel(runner, params):
         if not complete:
             out["changed"] = True
             if not runner.check_mode:
-                build(runner, params, state or {"device": params["device"], "addresses": [], "charon_pid": None})
+                build(runner, params, state or {"device": params["interface"], "addresses": [], "charon_pid": None})
     after = present_parts(runner, params, read_state(params)) if not runner.check_mode else before
     out["tunnel"] = after
     out["diff"] = {"before": before, "after": after}
@@ -367,7 +372,7 @@ def argument_spec():
         "mtu": {"type": "int", "default": 1150},
         "psk": {"type": "str", "no_log": True},
         "initiate": {"type": "bool", "default": False},
-        "device": {"type": "str", "default": "bfdiv0"},
+        "interface": {"type": "str", "default": "bfdiv0"},
         "workdir": {"type": "path", "default": "/run/bluefleet-dividend"},
         "charon": {"type": "path"},
         "timeout": timeout_spec(30),
@@ -382,7 +387,7 @@ def main():
         runner.check_mode = module.check_mode
         return tunnel(runner, module.params)
 
-    run_module(module, LABEL, ToolRunner, work)
+    run_module(module, LABEL, ToolRunner, work, lambda result: SWANCTL_VERSION_ARGV)
 
 
 if __name__ == "__main__":

@@ -40,11 +40,14 @@ options:
     description: MiB to send (C(-n)); bounds the transfer in bytes. The sending end uses it.
     type: int
     default: 256
-  path:
-    description: Label of the path measured, returned as is (C(dpu) or C(host)).
+  route:
+    description:
+      - Label of the route measured, returned as is under RV(path) (C(dpu) or C(host)). Not a file.
+      - The old name C(path) still works until 2.0.0 (it reads as a file name, and options named so are typed path).
     type: str
     choices: [dpu, host]
     default: dpu
+    aliases: [path]
   pair:
     description: Label of the pair (C(host1->host2)), returned as is so the report can join both ends.
     type: str
@@ -84,7 +87,7 @@ EXAMPLES = r"""
 - name: Receiving end
   bluefleet.dpu.offload_dividend:
     pair: gpu1->gpu2
-    path: dpu
+    route: dpu
   async: 300
   poll: 0
   register: receiver
@@ -93,7 +96,7 @@ EXAMPLES = r"""
   bluefleet.dpu.offload_dividend:
     server: 10.10.0.2
     pair: gpu1->gpu2
-    path: dpu
+    route: dpu
     size_mb: 256
 """
 
@@ -249,7 +252,7 @@ def check_params(params):
 def measure(runner, params):
     check_params(params)
     role = "client" if params["server"] else "server"
-    out = {"changed": False, "measurable": False, "reason": None, "role": role, "path": params["path"],
+    out = {"changed": False, "measurable": False, "reason": None, "role": role, "path": params["route"],
            "pair": params["pair"], "measured_at": None, "cpu": None, "transfer": None, "cpu_s_per_gb": None,
            "tool_version": None}
     stat_path = os.path.join(params["fs_root"], "proc/stat")
@@ -268,7 +271,7 @@ def measure(runner, params):
         time.sleep(1)
         before = reader.sample()
     after = reader.sample()
-    what = "%s: iperf3 %s %s" % (LABEL, "to " + params["server"] if params["server"] else "server", params["path"])
+    what = "%s: iperf3 %s %s" % (LABEL, "to " + params["server"] if params["server"] else "server", params["route"])
     if result.timed_out:
         raise ToolError("%s failed: the transfer did not finish in %d s: raise timeout or lower size_mb"
                         % (what, params["timeout"]), result)
@@ -305,7 +308,8 @@ def argument_spec():
         "bind": {"type": "str"},
         "port": {"type": "int", "default": 5201},
         "size_mb": {"type": "int", "default": 256},
-        "path": {"type": "str", "choices": ["dpu", "host"], "default": "dpu"},
+        "route": {"type": "str", "choices": ["dpu", "host"], "default": "dpu", "aliases": ["path"],
+                  "deprecated_aliases": [{"name": "path", "version": "2.0.0", "collection_name": "bluefleet.dpu"}]},
         "pair": {"type": "str", "default": ""},
         "user_hz": {"type": "int", "default": 100},
         "fs_root": fs_root_spec(),

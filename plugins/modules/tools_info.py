@@ -88,6 +88,11 @@ missing:
   returned: always
   type: list
   elements: str
+tool_versions:
+  description: The version of each tool family (as in RV(tools)), null when it is missing or has no version option.
+  returned: always
+  type: dict
+  sample: {"mft": null, "mstflint": "4.21.0", "strongswan": "5.9.8", "bfb_install": null, "doca_installer": null}
 cmd:
   description: Every command run, as argv lists, in order.
   returned: always
@@ -165,7 +170,7 @@ def check_tools(runner, require):
     for entry in tools.values():
         entry.pop("numbers")
     result = {"changed": False, "firmware_tools": firmware, "tools": tools, "ipsec_packet_offload": packet,
-              "missing": missing}
+              "missing": missing, "tool_versions": {name: entry["version"] for name, entry in tools.items()}}
     if missing:
         raise ToolError("check the tools failed: %s" % "; ".join(missing), **result)
     return result

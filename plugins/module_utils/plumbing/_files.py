@@ -8,6 +8,8 @@
   owner and group) of the file it replaces, or ``mode`` for a new file, and is renamed over the target with
   ``os.replace`` (a reader sees the old file or the new one, never half of one). Returns True when the
   content changed, False (and writes nothing) when the file already holds ``content``.
+- ``write_concatenation(path, sources, mode=0o600)``: atomically make ``path`` hold the files ``sources``
+  one after the other, streamed (for images too large to hold in memory, a BFB with its bf.cfg appended).
 - ``write_attribute(path, text)``: write a kernel attribute (``/sys/...``) in place. Such files cannot be
   renamed over; the kernel takes the value from one ``write()``.
 
@@ -71,6 +73,30 @@ def write_file(path, content, mode=0o644, makedirs=False, dir_mode=0o755):
         raise
     _fsync_dir(folder)
     return True
+
+
+def write_concatenation(path, sources, mode=0o600):
+    """Atomically make ``path`` hold the content of the files ``sources``, in order, copied in 1 MiB blocks.
+
+    Always writes (no comparison with the old content); ``mode`` applies to the new file.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".%s.bluefleet-" % os.path.basename(path), dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for source in sources:
+                with open(source, "rb") as part:
+                    for block in iter(lambda: part.read(1 << 20), b""):
+                        handle.write(block)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(folder)
 
 
 def write_attribute(path, text):

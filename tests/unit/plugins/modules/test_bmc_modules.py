@@ -117,7 +117,7 @@ def test_tls_mismatch(run, tmp_path):
 # ------------------------------------------------------------------ bmc_firmware
 def test_bmc_firmware_check_mode_push_activate_and_rerun(run, twin, tmp_path):
     args = fw_args(twin, tmp_path)
-    failed, res = run(bmc_firmware, args, check_mode=True)
+    failed, res = run(bmc_firmware, dict(args, _ansible_diff=True), check_mode=True)
     assert not failed and res["changed"] and res["outcome"] == "would_install"
     assert posts(res) == [] and twin.card()["bmc"]["tasks"] == []
     assert res["diff"] == {"before": {"version": "BF-24.10-10"}, "after": {"version": "BF-24.10-33"}}

@@ -22,8 +22,18 @@ LINK_UP = (0, "5: bfdiv0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1150 qdisc noque
               "group default qlen 1000\\    link/ether 2a:3b:4c:5d:6e:7f brd ff:ff:ff:ff:ff:ff\n", "")
 
 
+SWANCTL_VERSION = ("swanctl", "--version")
+
+
 class Runner(FakeRunner):
+    """The fake tools, with strongSwan's version (run last, for tool_version)."""
+
     check_mode = False
+
+    def __init__(self, answers, missing=()):
+        answers = dict(answers)
+        answers.setdefault(SWANCTL_VERSION, (0, "strongSwan swanctl 5.9.8\n", ""))
+        super().__init__(answers, missing)
 
 
 def leftover(tmp_path):
@@ -40,7 +50,8 @@ def test_nothing_to_remove_is_no_change(run_module, tmp_path):
     failed, res = run_module(dividend_tunnel, {"state": "absent", "workdir": str(tmp_path / "run")}, runner)
     assert not failed, res
     assert not res["changed"] and res["removed"] == []
-    assert [c[:2] for c in res["cmd"]] == [["ip", "-o"], ["ip", "-o"]]  # read only
+    assert [c[:2] for c in res["cmd"]] == [["ip", "-o"], ["ip", "-o"], list(SWANCTL_VERSION)]  # read only
+    assert res["tool_version"] == "strongSwan swanctl 5.9.8"
 
 
 def test_leftovers_are_removed(run_module, tmp_path):
@@ -71,7 +82,8 @@ def test_check_mode_reports_leftovers_and_keeps_them(run_module, tmp_path):
     failed, res = run_module(dividend_tunnel, {"state": "absent", "workdir": str(workdir)}, runner, check_mode=True)
     assert not failed, res
     assert res["changed"] and res["removed"] == ["link bfdiv0", "address 169.254.21.1/32 on lo", str(workdir)]
-    assert (workdir / "state.json").exists() and all(c[:2] == ["ip", "-o"] for c in res["cmd"])
+    assert (workdir / "state.json").exists() and all(c[:2] == ["ip", "-o"] for c in res["cmd"][:-1])
+    assert res["cmd"][-1] == list(SWANCTL_VERSION)
 
 
 def test_present_needs_addresses_and_key(run_module, tmp_path):

@@ -86,7 +86,7 @@ def test_receiving_end_argv(run_module, tmp_path):
     root = host(tmp_path)
     server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-B", "169.254.22.2"]
     runner = Transfer({tuple(server): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
-    failed, res = run_module(offload_dividend, {"fs_root": str(root), "bind": "169.254.22.2", "path": "host"}, runner)
+    failed, res = run_module(offload_dividend, {"fs_root": str(root), "bind": "169.254.22.2", "route": "host"}, runner)
     assert not failed, res
     assert res["role"] == "server" and res["path"] == "host" and res["cmd"][0] == server
 
