@@ -5,12 +5,12 @@ installs them, as root). Where a program is not installed its tests are skipped 
 installed (scripts/ensure-real-tools.sh)"; under ``CI=true`` a missing program is a failure. The namespace tests
 need root (they create their own network namespace and delete it) and are skipped, with that reason, otherwise.
 
-* argv: the command lines come from the modules' own builders (``fw_reset.reset_argv`` / ``query_argv``,
-  ``_cards.nvconfig_query_argv`` / ``flint_query_argv``, ``nvconfig.set_argv``, ``nic_firmware.burn_argv`` /
-  ``image_query_argv``, ``ovs_bridge.plan``, ``ib_write_bw.argv_for``, ``bluefleet.capture.command_list``), with MFT's
-  program names mapped to mstflint's (Debian has no MFT) and a device that does not exist. A usage error (unknown
-  option or command, the usage text) fails; the program accepting the options and then failing to open the device
-  (or image, or database) passes.
+* argv: the command lines come from the modules' own builders (``fw_reset.reset_argv``,
+  ``_cards.reset_query_argv`` / ``nvconfig_query_argv`` / ``flint_query_argv`` / ``burn_argv`` / ``image_query_argv``,
+  ``nvconfig.set_argv``, ``host_restriction.argv_for``, ``ovs_bridge.plan``, ``ib_write_bw.argv_for``,
+  ``bluefleet.capture.command_list``), with MFT's program names mapped to mstflint's (Debian has no MFT) and a device
+  that does not exist. A usage error (unknown option or command, the usage text) fails; the program accepting the
+  options and then failing to open the device (or image, or database) passes.
 * Rendered configuration loaded by the real program: the firewall ruleset (``nft -c -f`` and ``nft -f`` into a
   namespace with the chains' devices), the RoCE boot script (``bash -n`` and ``shellcheck``).
 * Parsers read what the real programs print here: ``nft list``, ``ip``, ``ethtool`` in the test's namespace.
@@ -29,7 +29,13 @@ from pathlib import Path
 import pytest
 from ansible_collections.bluefleet.dpu.plugins.filter.firewall import firewall_ruleset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _cards
-from ansible_collections.bluefleet.dpu.plugins.modules import fw_reset, ib_write_bw, nic_firmware, nvconfig, ovs_bridge
+from ansible_collections.bluefleet.dpu.plugins.modules import (
+    fw_reset,
+    host_restriction,
+    ib_write_bw,
+    nvconfig,
+    ovs_bridge,
+)
 
 from bluefleet import capture
 
@@ -97,13 +103,16 @@ def module_argvs(image, ovs_db):
     out = []
     for sync1 in (True, False):
         out.append(fw_reset.reset_argv("mstfwreset", NO_DEVICE, sync1))
-    out.append(fw_reset.query_argv("mstfwreset", NO_DEVICE))
+    out.append(_cards.reset_query_argv("mstfwreset", NO_DEVICE))
     out.append(_cards.nvconfig_query_argv("mstconfig", NO_DEVICE))
     out.append(_cards.flint_query_argv("mstflint", NO_DEVICE))
     out.append(nvconfig.set_argv("mstconfig", NO_DEVICE, ["NUM_OF_VFS=8", "SRIOV_EN=1", "LINK_TYPE_P1=ETH"]))
-    out.append(nic_firmware.image_query_argv("mstflint", image))
+    out.append(_cards.image_query_argv("mstflint", image))
     for cross in (False, True):
-        out.append(nic_firmware.burn_argv("mstflint", NO_DEVICE, image, cross_psid=cross))
+        out.append(_cards.burn_argv("mstflint", NO_DEVICE, image, cross_psid=cross))
+    every_flag = dict.fromkeys(host_restriction.FLAGS, True)
+    for level in ("restricted", "privileged"):
+        out.append(host_restriction.argv_for(NO_DEVICE, {"state": level}, every_flag, "mstprivhost"))
     params = {"bridge": "br-test", "state": "present", "datapath_type": "netdev", "ports": ["pf0hpf", "p0"],
               "purge_ports": True, "other_config": {"hw-offload": "true", "tc-policy": "skip_sw"}}
     absent = {"exists": False, "datapath_type": None, "ports": [], "interface_errors": {}}
