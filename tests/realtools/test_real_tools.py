@@ -64,7 +64,7 @@ NO_SUCH = re.compile(
 # NVIDIA MFT (mst, mlxfwmanager), DOCA / BlueField images (bfver, bfvcheck, mlxbf-bootctl), MLNX_OFED's mlnx-tools
 # (mlnx_qos, cma_roce_*, ibdev2netdev, show_gids) or the NVIDIA driver (nvidia-smi): not in Debian, so not here.
 DEBIAN_PROGRAMS = {"mstflint", "mstconfig", "mstfwreset", "mstprivhost", "ib_write_bw", "ibv_devinfo", "rdma",
-                   "devlink", "ip", "ethtool", "ovs-vsctl", "nft", "swanctl", "shellcheck", "bash"}
+                   "devlink", "ip", "ethtool", "ovs-vsctl", "nft", "swanctl", "charon", "shellcheck", "bash"}
 
 
 def need(program):
