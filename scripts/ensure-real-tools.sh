@@ -10,6 +10,7 @@ set -euo pipefail
 log() { printf 'ensure-real-tools: %s\n' "$*" >&2; }
 
 PACKAGES=(mstflint perftest ibverbs-utils rdma-core strongswan-charon strongswan-swanctl charon-systemd
+          libcharon-extra-plugins
           openvswitch-switch nftables iproute2 ethtool shellcheck)
 
 missing=()

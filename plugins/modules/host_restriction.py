@@ -46,8 +46,11 @@ options:
     description: With O(state=restricted), the host may not be port owner. Null - keep what the card has.
     type: bool
   device:
-    description: The card, as the tools take it in C(-d) (C(/dev/mst/mt41692_pciconf0)). Empty - the only card
-      C(mst status -v) lists.
+    description:
+      - The card, as the tool takes it in C(-d) - an mst device (C(/dev/mst/mt41692_pciconf0)) for MFT's
+        C(mlxprivhost), a PCI address (C(0000:03:00.0)) for mstflint's C(mstprivhost), which cannot open an MST
+        device file.
+      - Empty - the only card C(mst status -v) lists (its PCI address when only C(mstprivhost) is installed).
     type: str
   timeout:
     description: Seconds each command may run.
@@ -66,7 +69,8 @@ attributes:
     platforms: posix
     support: full
 notes:
-  - The tools are looked up on C(PATH) of the task's environment and run with C(LC_ALL=C).
+  - The tools are looked up on C(PATH) of the task's environment and run with C(LC_ALL=C); MFT's C(mlxprivhost)
+    when installed, else Debian/Ubuntu mstflint's C(mstprivhost).
   - Lifting the restriction (O(state=privileged)) clears the flags on the card; restoring them needs the same
     reset again.
 seealso:
@@ -156,13 +160,19 @@ cmd:
   type: list
   elements: list
 tool_version:
-  description: First line of C(mlxprivhost -v), or null when the tool does not answer it.
+  description: First line of C(mlxprivhost -v) (C(mstprivhost -v) with mstflint), or null when the tool does not
+    answer it.
   returned: always
   type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import only_card, read_mst
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
+    check_device,
+    only_card,
+    pick_tool,
+    read_mst,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import parse_mlxprivhost_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
@@ -194,9 +204,9 @@ _WRONG_SIDE_HINT = ("; mlxprivhost changes the host level only from the BlueFiel
                     "DPU (inventory group dpus), not on the GPU host")
 
 
-def read_state(runner, device):
-    what = "query host privilege of %s with mlxprivhost" % device
-    result = run_tool(runner, ["mlxprivhost", "-d", device, "q"], what)
+def read_state(runner, device, tool="mlxprivhost"):
+    what = "query host privilege of %s with %s" % (device, tool)
+    result = run_tool(runner, [tool, "-d", device, "q"], what)
     data = parse_output(parse_mlxprivhost_query, result, what)
     if data["errors"]:
         raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
@@ -231,15 +241,15 @@ def check_params(params):
                             "every flag); drop them or use state=restricted" % ", ".join(set_flags))
 
 
-def argv_for(device, params, want):
-    argv = ["mlxprivhost", "-d", device, COMMANDS[params["state"]]]
+def argv_for(device, params, want, tool="mlxprivhost"):
+    argv = [tool, "-d", device, COMMANDS[params["state"]]]
     if params["state"] == "restricted":
         argv += ["--" + flag for flag in FLAGS if want[flag]]
     return argv
 
 
 def apply(runner, device, argv, want):
-    what = "set host privilege of %s to %s with mlxprivhost" % (device, want["level"])
+    what = "set host privilege of %s to %s with %s" % (device, want["level"], argv[0])
     try:
         result = run_tool(runner, argv, what)
     except ToolError as exc:
@@ -249,7 +259,7 @@ def apply(runner, device, argv, want):
         raise
     if "Failed" in result.stdout or "Done!" not in result.stdout:
         raise ToolError("%s failed: the tool did not print 'Done!'" % what, result)
-    after = read_state(runner, device)
+    after = read_state(runner, device, argv[0])
     if after != want:
         differ = ["%s=%s" % (key, after[key]) for key in after if after[key] != want[key]]
         raise ToolError("%s failed: read back %s" % (what, ", ".join(differ)), result)
@@ -258,14 +268,20 @@ def apply(runner, device, argv, want):
 
 def run_restriction(runner, params, check_mode):
     check_params(params)
-    device = params["device"] or only_card(*read_mst(runner))
-    before = read_state(runner, device)
+    tool = pick_tool(runner, "mlxprivhost")  # MFT's, else mstflint's mstprivhost (PCI addresses only)
+    device = params["device"]
+    if not device:
+        functions, result = read_mst(runner, missing_hint="; mst is part of NVIDIA MFT: with mstflint only, set "
+                                                          "device to the card's PCI address")
+        device = only_card(functions, result, pci=tool != "mlxprivhost")
+    check_device(tool, device)
+    before = read_state(runner, device, tool)
     want = wanted_state(params, before)
     changed_flags = [flag for flag in FLAGS if before[flag] != want[flag]]
     changed = before != want
     after = want if check_mode and changed else before  # check mode: the predicted state
     if changed and not check_mode:
-        after = apply(runner, device, argv_for(device, params, want), want)
+        after = apply(runner, device, argv_for(device, params, want, tool), want)
     reset_by = {flag: FLAG_RESETS[flag] for flag in changed_flags}
     return {
         "changed": changed,
@@ -292,9 +308,13 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_module(module, "set host privilege", ToolRunner,
-               lambda runner: run_restriction(runner, module.params, module.check_mode),
-               lambda result: ["mlxprivhost", "-v"], predicts=True)
+    used = {}
+
+    def work(runner):
+        used["tool"] = pick_tool(runner, "mlxprivhost")
+        return run_restriction(runner, module.params, module.check_mode)
+
+    run_module(module, "set host privilege", ToolRunner, work, lambda result: [used["tool"], "-v"], predicts=True)
 
 
 if __name__ == "__main__":

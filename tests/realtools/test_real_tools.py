@@ -5,15 +5,18 @@ installs them, as root). Where a program is not installed its tests are skipped 
 installed (scripts/ensure-real-tools.sh)"; under ``CI=true`` a missing program is a failure. The namespace tests
 need root (they create their own network namespace and delete it) and are skipped, with that reason, otherwise.
 
-* argv: the command lines come from the modules' own builders (``fw_reset.reset_argv`` / ``_cards.reset_query_argv``,
-  ``_cards.nvconfig_query_argv`` / ``flint_query_argv``, ``nvconfig.set_argv``, ``_cards.burn_argv`` /
-  ``image_query_argv``, ``ovs_bridge.plan``, ``ib_write_bw.argv_for``, ``bluefleet.capture.command_list``), with MFT's
-  program names mapped to mstflint's (Debian has no MFT) and a device that does not exist. A usage error (unknown
-  option or command, the usage text) fails; the program accepting the options and then failing to open the device
-  (or image, or database) passes.
+* argv: the command lines come from the modules' own builders (``fw_reset.reset_argv``,
+  ``_cards.reset_query_argv`` / ``nvconfig_query_argv`` / ``flint_query_argv`` / ``burn_argv`` / ``image_query_argv``,
+  ``nvconfig.set_argv``, ``host_restriction.argv_for``, ``ovs_bridge.plan``, ``ib_write_bw.argv_for``,
+  ``bluefleet.capture.command_list``), with MFT's program names mapped to mstflint's (Debian has no MFT) and a device
+  that does not exist. A usage error (unknown option or command, the usage text) fails; the program accepting the
+  options and then failing to open the device (or image, or database) passes.
 * Rendered configuration loaded by the real program: the firewall ruleset (``nft -c -f`` and ``nft -f`` into a
   namespace with the chains' devices), the RoCE boot script (``bash -n`` and ``shellcheck``).
-* Parsers read what the real programs print here: ``nft list``, ``ip``, ``ethtool`` in the test's namespace.
+* Parsers read what the real programs print here: ``ethtool -k`` and ``ovs-vsctl show`` in the test's namespace /
+  database, and ``swanctl --list-sas`` (``_swanctl``; ``--raw`` by the twin's ``ip xfrm``) between two real charons
+  in two namespaces (kernel-libipsec: this kernel has no ESP; needs libcharon-extra-plugins). ``ip`` and ``nft
+  list`` output has no parser in the collection, so none is exercised here.
 """
 
 from __future__ import annotations
@@ -29,7 +32,13 @@ from pathlib import Path
 import pytest
 from ansible_collections.bluefleet.dpu.plugins.filter.firewall import firewall_ruleset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _cards
-from ansible_collections.bluefleet.dpu.plugins.modules import fw_reset, ib_write_bw, nvconfig, ovs_bridge
+from ansible_collections.bluefleet.dpu.plugins.modules import (
+    fw_reset,
+    host_restriction,
+    ib_write_bw,
+    nvconfig,
+    ovs_bridge,
+)
 
 from bluefleet import capture
 
@@ -55,7 +64,7 @@ NO_SUCH = re.compile(
 # NVIDIA MFT (mst, mlxfwmanager), DOCA / BlueField images (bfver, bfvcheck, mlxbf-bootctl), MLNX_OFED's mlnx-tools
 # (mlnx_qos, cma_roce_*, ibdev2netdev, show_gids) or the NVIDIA driver (nvidia-smi): not in Debian, so not here.
 DEBIAN_PROGRAMS = {"mstflint", "mstconfig", "mstfwreset", "mstprivhost", "ib_write_bw", "ibv_devinfo", "rdma",
-                   "devlink", "ip", "ethtool", "ovs-vsctl", "nft", "swanctl", "shellcheck", "bash"}
+                   "devlink", "ip", "ethtool", "ovs-vsctl", "nft", "swanctl", "charon", "shellcheck", "bash"}
 
 
 def need(program):
@@ -104,6 +113,9 @@ def module_argvs(image, ovs_db):
     out.append(_cards.image_query_argv("mstflint", image))
     for cross in (False, True):
         out.append(_cards.burn_argv("mstflint", NO_DEVICE, image, cross_psid=cross))
+    every_flag = dict.fromkeys(host_restriction.FLAGS, True)
+    for level in ("restricted", "privileged"):
+        out.append(host_restriction.argv_for(NO_DEVICE, {"state": level}, every_flag, "mstprivhost"))
     params = {"bridge": "br-test", "state": "present", "datapath_type": "netdev", "ports": ["pf0hpf", "p0"],
               "purge_ports": True, "other_config": {"hw-offload": "true", "tc-policy": "skip_sw"}}
     absent = {"exists": False, "datapath_type": None, "ports": [], "interface_errors": {}}
@@ -376,3 +388,148 @@ def test_swanctl_configuration_is_loaded_by_a_real_charon(charon, netns, tmp_pat
     else:
         assert result.returncode == 22, result.stdout
         assert "invalid value for: hw_offload, config discarded" in result.stderr
+
+
+# --- strongSwan: two real charons, one CHILD_SA up between them; the parsers read what swanctl prints -------------
+# Two namespaces joined by a veth pair, a charon in each (own vici socket, own /run so the pid files do not clash).
+# This kernel has no ESP (``ip xfrm state add ... proto esp`` is refused), so the SAs live in strongSwan's
+# userspace kernel-libipsec over /dev/net/tun, as in the lab; before 5.9.11 (no raw_esp) it needs UDP
+# encapsulation, hence ``encap = yes``. Debian 12's charon has no openssl plugin: aes/sha2/modp proposals.
+PAIR_CONF = """connections {
+    pair {
+        local_addrs = %(me)s
+        remote_addrs = %(peer)s
+        encap = yes
+        proposals = aes256-sha256-modp2048
+        local {
+            auth = psk
+            id = %(my_id)s
+        }
+        remote {
+            auth = psk
+            id = %(peer_id)s
+        }
+        children {
+            tun {
+                local_ts = %(my_ts)s
+                remote_ts = %(peer_ts)s
+                esp_proposals = aes256-sha256
+                start_action = none
+            }
+        }
+    }
+}
+secrets {
+    ike-pair {
+        id-a = side-a
+        id-b = side-b
+        secret = "bluefleet-realtools-test-psk-0123456789"
+    }
+}
+"""
+SIDES = {"a": {"me": "192.0.2.1", "peer": "192.0.2.2", "my_id": "side-a", "peer_id": "side-b",
+               "my_ts": "10.99.1.1/32", "peer_ts": "10.99.2.1/32"},
+         "b": {"me": "192.0.2.2", "peer": "192.0.2.1", "my_id": "side-b", "peer_id": "side-a",
+               "my_ts": "10.99.2.1/32", "peer_ts": "10.99.1.1/32"}}
+
+
+def _libipsec_plugin():
+    return any(Path(d, "libstrongswan-kernel-libipsec.so").exists()
+               for d in ("/usr/lib/ipsec/plugins", "/usr/libexec/ipsec/plugins"))
+
+
+@pytest.fixture
+def charon_pair(tmp_path):
+    """Two namespaces (veth a0 192.0.2.1 - b0 192.0.2.2), a charon in each; yields {side: (netns, env)}."""
+    need_root()
+    need("ip")
+    need("swanctl")
+    daemon = next((p for p in ("/usr/lib/ipsec/charon", "/usr/libexec/ipsec/charon") if os.path.exists(p)), None)
+    if daemon is None:
+        need("charon")
+    if not _libipsec_plugin():
+        message = "not run: strongSwan's kernel-libipsec plugin not installed (libcharon-extra-plugins)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    if not os.path.exists("/dev/net/tun"):
+        pytest.skip("not run: no /dev/net/tun (kernel-libipsec needs a TUN device)")
+    tag = uuid.uuid4().hex[:6]
+    names = {"a": "bfsa-%s" % tag, "b": "bfsb-%s" % tag}
+    procs, out = [], {}
+    try:
+        for ns in names.values():
+            assert run(["ip", "netns", "add", ns]).returncode == 0
+        assert run(["ip", "-n", names["a"], "link", "add", "a0", "type", "veth", "peer", "name", "b0",
+                    "netns", names["b"]]).returncode == 0
+        for side, dev in (("a", "a0"), ("b", "b0")):
+            ns = names[side]
+            # the tunnel's inner address on lo: kernel-libipsec routes the remote TS via ipsec0 with it as source
+            for argv in (["addr", "add", SIDES[side]["me"] + "/24", "dev", dev], ["link", "set", dev, "up"],
+                         ["link", "set", "lo", "up"], ["addr", "add", SIDES[side]["my_ts"], "dev", "lo"]):
+                assert run(["ip", "-n", ns] + argv).returncode == 0
+            base = tmp_path / side
+            base.mkdir()
+            vici = "unix://%s/charon.vici" % base
+            conf = base / "strongswan.conf"
+            conf.write_text("charon {\n  plugins {\n    include /etc/strongswan.d/charon/*.conf\n"
+                            "    vici {\n      socket = %s\n    }\n    stroke {\n      load = no\n    }\n"
+                            "    kernel-libipsec {\n      load = yes\n    }\n  }\n  install_routes = no\n"
+                            "  port = 500\n  port_nat_t = 4500\n}\nswanctl {\n  socket = %s\n}\n" % (vici, vici),
+                            encoding="utf-8")
+            env = dict(os.environ, STRONGSWAN_CONF=str(conf), LC_ALL="C")
+            log = open(base / "charon.log", "w")  # noqa: SIM115 - closed with the process below
+            procs.append((subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c",
+                                            "mount -t tmpfs bluefleet-test /run && exec %s" % daemon],
+                                           env=env, stdout=log, stderr=subprocess.STDOUT), log))
+            for _ in range(100):
+                if (base / "charon.vici").exists() or procs[-1][0].poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert (base / "charon.vici").exists(), "charon did not open its vici socket: %s" % (
+                (base / "charon.log").read_text()[-2000:])
+            (base / "swanctl.conf").write_text(PAIR_CONF % SIDES[side], encoding="utf-8")
+            load = run(["swanctl", "--load-all", "--file", str(base / "swanctl.conf")], env=env)
+            assert load.returncode == 0, load.stdout + load.stderr
+            out[side] = (ns, env)
+        yield out
+    finally:
+        for proc, log in procs:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+            log.close()
+        for ns in names.values():
+            run(["ip", "netns", "del", ns])
+
+
+def test_swanctl_list_sas_between_two_real_charons_parses(charon_pair):
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._swanctl import parse_list_sas
+
+    from dpusim.tools import ip as twin_ip
+    _, env_a = charon_pair["a"]
+    _, env_b = charon_pair["b"]
+    up = run(["swanctl", "--initiate", "--child", "tun", "--timeout", "20"], timeout=40, env=env_a)
+    assert up.returncode == 0, up.stdout + up.stderr
+    for side, env in (("a", env_a), ("b", env_b)):
+        listed = run(["swanctl", "--list-sas"], env=env)
+        assert listed.returncode == 0, listed.stderr
+        sas = parse_list_sas(listed.stdout)["sas"]
+        assert len(sas) == 1, listed.stdout
+        sa = sas[0]
+        assert sa["name"] == "pair" and sa["state"] == "ESTABLISHED", listed.stdout
+        assert [c["name"] for c in sa["children"]] == ["tun"], listed.stdout
+        child = sa["children"][0]
+        assert child["state"] == "INSTALLED" and child["protocol"] == "ESP", listed.stdout
+        assert child["mode"] == "TUNNEL-in-UDP" and child["udp_encap"] is True, listed.stdout
+        assert child["local_ts"] == [SIDES[side]["my_ts"]] and child["remote_ts"] == [SIDES[side]["peer_ts"]]
+        # the twin's ip xfrm reads the --raw form of the same listing (what the lab's real swanctl prints)
+        raw = run(["swanctl", "--list-sas", "--raw"], env=env)
+        parsed = twin_ip.parse_vici_raw(raw.stdout)
+        ikes = next(v for k, v in parsed.items() if k.startswith("list-sa event"))
+        raw_child = next(iter(ikes["pair"]["child-sas"].values()))
+        assert raw_child["name"] == "tun" and raw_child["state"] == "INSTALLED"
+        assert ikes["pair"]["local-host"] == SIDES[side]["me"]

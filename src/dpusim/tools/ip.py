@@ -11,6 +11,12 @@ reports (``swanctl --list-sas --raw``: the vici message of each CHILD_SA) and ad
 - the CHILD_SA's configuration asks for ``hw_offload = packet`` (read from the swanctl configuration,
   ``/etc/swanctl/swanctl.conf`` and its ``conf.d/*.conf``; ``DPUSIM_SWANCTL_DIR`` points elsewhere in tests).
 
+strongSwan's version: the lab runs the real swanctl and charon (the image's), so the twin has no swanctl front-end
+of its own; it claims the version of the card's OS instead (``dpu_os.strongswan`` of the profile or card, 5.9.10 for
+the BlueField images; ``DPUSIM_STRONGSWAN_VERSION`` overrides). A charon older than 5.9.10 discards a connection whose
+CHILD_SA asks for ``hw_offload = packet`` or ``crypto`` (real 5.9.8: "invalid value for: hw_offload, config
+discarded", ``swanctl --load-all`` exits 22; tests/realtools), so no SA of that connection is listed then.
+
 Without strongSwan (a simulated node on the local connection), no SA is listed. Forms answered: ``ip [-4]
 xfrm|x state|s|policy|p [list|show]``; anything else (other options, ``add``, ``flush`` ...) is passed through.
 """
@@ -124,6 +130,40 @@ def child_offload_modes(conf_dir: Path) -> dict[str, str]:
     return modes
 
 
+PACKET_OFFLOAD_SINCE = (5, 9, 10)  # the first strongSwan that accepts hw_offload = packet / crypto
+
+
+def strongswan_version(node: state.Node) -> tuple[int, ...] | None:
+    """The strongSwan version the node's OS claims (``(5, 9, 10)``), or None when it claims none."""
+    text = os.environ.get("DPUSIM_STRONGSWAN_VERSION")
+    if not text and node.cards:
+        card = node.card()
+        text = card.data.get("dpu_os", {}).get("strongswan") or card.profile.get("dpu_os", {}).get("strongswan")
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", text or "")
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def discarded_children(conf_dir: Path, version: tuple[int, ...] | None) -> set[str]:
+    """CHILD_SA names of the connections a charon of ``version`` discards: older than 5.9.10 it refuses
+    ``hw_offload = packet`` / ``crypto`` and drops the whole connection, its other children with it."""
+    if version is None or version >= PACKET_OFFLOAD_SINCE:
+        return set()
+    files = [conf_dir / "swanctl.conf", *sorted((conf_dir / "conf.d").glob("*.conf"))]
+    out: set[str] = set()
+    for path in files:
+        try:
+            conf = _settings(path.read_text())
+        except OSError:
+            continue
+        for conn in (conf.get("connections") or {}).values():
+            children = (conn.get("children") or {}) if isinstance(conn, dict) else {}
+            modes = [str(c.get("hw_offload", "no")).strip('"').lower()
+                     for c in children.values() if isinstance(c, dict)]
+            if any(mode in ("packet", "crypto") for mode in modes):
+                out.update(children)
+    return out
+
+
 def installed_children() -> list[dict]:
     """The INSTALLED CHILD_SAs strongSwan reports, with the IKE_SA's addresses (none without swanctl)."""
     swanctl = shutil.which("swanctl")
@@ -219,11 +259,13 @@ def body(argv: list[str], prog: str) -> int:
     try:
         with state.open_node() as node:
             dev = _offload_dev(node)
+            version = strongswan_version(node)
     except state.StateError:
         return passthrough("ip", argv)
     conf_dir = Path(os.environ.get("DPUSIM_SWANCTL_DIR", "/etc/swanctl"))
     modes = child_offload_modes(conf_dir)
-    children = installed_children()
+    discarded = discarded_children(conf_dir, version)
+    children = [c for c in installed_children() if c.get("name", "") not in discarded]
     for child in children:
         child["offload"] = modes.get(child.get("name", ""), "no") == "packet"
     emit((render.state_records if what == "state" else render.policy_records)(children, dev))

@@ -143,3 +143,34 @@ def test_without_strongswan_no_sa_is_listed(twin, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no swanctl, no real ip
     t = twin("bluefield3", role="dpu")
     assert t.run("ip", "xfrm", "state") == (0, "", "")
+
+
+# --- issue 18 (3): a strongSwan older than 5.9.10 discards a connection with hw_offload = packet -------------------
+# Real charon 5.9.8 (Debian 12): "invalid value for: hw_offload, config discarded", swanctl --load-all exits 22
+# (tests/realtools test_swanctl_configuration_is_loaded_by_a_real_charon). The twin claims the card OS's version.
+
+def test_bluefield_images_claim_the_bfb_strongswan(lab):
+    t, _ = lab
+    with t.edit() as node:
+        assert ip_tool.strongswan_version(node) == (5, 9, 10)
+
+
+@pytest.mark.parametrize("version, hw_offload, listed", [
+    ("5.9.8", "packet", 0), ("5.9.8", "crypto", 0), ("5.9.8", "no", 2), ("5.9.10", "packet", 2), ("6.0.1", "packet", 2),
+])
+def test_an_older_strongswan_lists_no_sa_of_a_packet_offload_connection(lab, monkeypatch, version, hw_offload,
+                                                                        listed):
+    t, conf = lab
+    _full_offload(t, True)
+    (conf / "conf.d" / "bluefleet.conf").write_text(CONF % hw_offload)
+    with t.edit() as node:
+        node.card().data["dpu_os"]["strongswan"] = version
+    rc, out, _ = t.run("ip", "xfrm", "state")
+    assert rc == 0 and out.count("src ") == listed
+    assert ("mode packet" in out) == (listed and hw_offload == "packet")
+
+
+def test_the_environment_overrides_the_claimed_version(lab, monkeypatch):
+    t, _ = lab
+    monkeypatch.setenv("DPUSIM_STRONGSWAN_VERSION", "5.9.5")
+    assert t.run("ip", "xfrm", "state")[1] == ""

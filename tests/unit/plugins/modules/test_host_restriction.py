@@ -68,8 +68,8 @@ def with_flags(text, **flags):
     return text
 
 
-def run_module(monkeypatch, capsys, args, steps, check_mode=False):
-    script = Script(steps)
+def run_module(monkeypatch, capsys, args, steps, check_mode=False, installed=None):
+    script = Script(steps) if installed is None else Script(steps, installed)
 
     def factory(timeout, environ=None):
         return FakeRunner(script, environ, timeout)
@@ -245,3 +245,44 @@ def test_garbage_query_fails_with_the_output(monkeypatch, capsys):
     assert result["failed"] is True
     assert result["msg"].startswith("query host privilege of %s with mlxprivhost failed:" % DEV)
     assert result["stdout"] == "%%%%\n"
+
+
+# --- issue 18 (2): mstflint's mstprivhost takes a PCI address, never the /dev/mst name mst status -v lists ---------
+# Real mstprivhost (Debian mstflint 4.21) given an MST device file: "-E- Unknown device '/dev/mst/...'!", rc 1.
+PCI = "0000:03:00.0"
+MQ = ["mstprivhost", "-d", PCI, "q"]
+
+
+def test_mstprivhost_without_a_device_uses_the_pci_address_mst_lists(monkeypatch, capsys):
+    """Before the fix the /dev/mst name went to the tool (and the program was always mlxprivhost)."""
+    result = run_module(monkeypatch, capsys, {"state": "privileged"}, [
+        MST, (MQ, 0, RESTRICTED, ""), (["mstprivhost", "-d", PCI, "p"], 0, DONE, ""), (MQ, 0, PRIVILEGED, ""),
+        (["mstprivhost", "-v"], 0, "mstprivhost 1.0.0, mstflint 4.21.0, built on Aug 17 2022\n", "")],
+        installed=("mst", "mstprivhost"))
+    assert result["changed"] is True
+    assert result["device"] == PCI
+    assert result["level"] == "PRIVILEGED"
+    assert result["tool_version"].startswith("mstprivhost 1.0.0")
+
+
+def test_mft_mlxprivhost_keeps_the_mst_device(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"state": "privileged"}, [
+        MST, (Q, 0, PRIVILEGED, ""), VERSION], installed=("mst", "mlxprivhost", "mstprivhost"))
+    assert result["changed"] is False
+    assert result["device"] == DEV
+
+
+def test_mstprivhost_refuses_an_mst_device_file_before_running(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"state": "restricted", "device": DEV}, [],
+                        installed=("mstprivhost",))
+    assert result["failed"] is True
+    assert result["msg"].startswith("mstprivhost cannot open the MST device file %s" % DEV)
+    assert "PCI address" in result["msg"]
+    assert result["cmd"] == []
+
+
+def test_mstprivhost_without_mst_and_no_device_names_the_fix(monkeypatch, capsys):
+    result = run_module(monkeypatch, capsys, {"state": "restricted"}, [(MST[0], 127, "", "")],
+                        installed=("mstprivhost",))
+    assert result["failed"] is True
+    assert "set device to the card's PCI address" in result["msg"]
