@@ -482,7 +482,7 @@ def charon_pair(tmp_path):
             procs.append((subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c",
                                             "mount -t tmpfs bluefleet-test /run && exec %s" % daemon],
                                            env=env, stdout=log, stderr=subprocess.STDOUT), log))
-            for _ in range(100):
+            for _attempt in range(100):
                 if (base / "charon.vici").exists() or procs[-1][0].poll() is not None:
                     break
                 time.sleep(0.1)
