@@ -21,7 +21,7 @@ HOSTS = ["sim%02d" % i for i in range(1, PAIRS + 1)] + ["sim%02d-dpu" % i for i 
 
 def pair_slices(k):
     """k slices of whole pairs, round robin (what a job template's slice count does, pairs kept together)."""
-    slices = [[] for _ in range(k)]
+    slices = [[] for _slice in range(k)]
     for index in range(PAIRS):
         host = "sim%02d" % (index + 1)
         slices[index % k] += [host, host + "-dpu"]
