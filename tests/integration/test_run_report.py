@@ -64,7 +64,10 @@ def test_broken_card_fails_the_cell_and_shows_drift(fleet, collection_link):
     second = fleet["runs"] / "20261202T110000Z"
     proc = bluefleet_run("-i", str(fleet["inventory"]), "--stage", "preflight", "--run-dir", str(second),
                          cwd=fleet["base"])
-    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-4000:]
+    # a missing card is a preflight problem: the gate stops every host before any change (exit 2, issue #16), and
+    # the run still ends with the report of the checks
+    assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "sim01-dpu: no BlueField or ConnectX card found" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == str(second / "report.html")
     model = json.loads((second / "report.json").read_text())
     cell = model["cells"]["sim01-dpu"]["test_mst_shows_card"]
