@@ -227,7 +227,7 @@ def remove(runner, params, parts, state):
     removed = []
     if parts["charon_pid"]:
         os.kill(parts["charon_pid"], signal.SIGTERM)
-        for _ in range(50):
+        for _poll in range(50):
             if not _is_charon(parts["charon_pid"]):
                 break
             time.sleep(0.1)
@@ -296,7 +296,7 @@ def build(runner, params, state):
         state["charon_pid"] = int(started.stdout.strip())
         write_state(params, state)
         sock = os.path.join(workdir, "charon.vici")
-        for _ in range(params["timeout"] * 10):
+        for _poll in range(params["timeout"] * 10):
             if os.path.exists(sock) or not os.path.exists("/proc/%d" % state["charon_pid"]):
                 break
             time.sleep(0.1)
@@ -324,7 +324,7 @@ def build(runner, params, state):
         _run(runner, ["ip", "addr", "add", params["overlay_local"], "dev", dev], "address " + dev)
         _run(runner, ["ip", "link", "set", "dev", dev, "up"], "bring %s up" % dev)
     # charon installs no route (install_routes = no): send the peer's inner address into its TUN device
-    for _ in range(params["timeout"] * 10):
+    for _poll in range(params["timeout"] * 10):
         if _link_exists(runner, "ipsec0"):
             break
         time.sleep(0.1)

@@ -263,7 +263,7 @@ def measure(runner, params):
     out["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     before = reader.sample()
     # the sending end stops at the timeout; the receiving end's own --idle-timeout ends it, plus a margin
-    for _ in range(REFUSED_RETRIES if params["server"] else 1):
+    for _attempt in range(REFUSED_RETRIES if params["server"] else 1):
         # the sending end starts the moment its task runs: give the receiving end's iperf3 time to listen
         result = runner.run(iperf_argv(params), timeout=params["timeout"] + (0 if params["server"] else 30))
         if "Connection refused" not in result.stdout:

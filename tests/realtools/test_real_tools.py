@@ -510,8 +510,8 @@ def test_swanctl_list_sas_between_two_real_charons_parses(charon_pair):
     from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._swanctl import parse_list_sas
 
     from dpusim.tools import ip as twin_ip
-    _, env_a = charon_pair["a"]
-    _, env_b = charon_pair["b"]
+    _ns_a, env_a = charon_pair["a"]
+    _ns_b, env_b = charon_pair["b"]
     up = run(["swanctl", "--initiate", "--child", "tun", "--timeout", "20"], timeout=40, env=env_a)
     assert up.returncode == 0, up.stdout + up.stderr
     for side, env in (("a", env_a), ("b", env_b)):
