@@ -1,5 +1,5 @@
-"""Fault matrix (issue 16): one sim fleet, one fault kind per pair, playbooks/upgrade.yml run once with every
-fault injected, asserted per host; then every fault cleared and one re-run converges.
+"""Fault matrix (issue 16, first part: 7 kinds): one sim fleet, one fault kind per pair, playbooks/upgrade.yml
+run once with every fault injected, asserted per host; then every fault cleared and one re-run converges.
 
 Each faulted DPU's run fails with a message that names the host, the step and the way out; the host restriction
 (zero trust) of every pair is as it was before the run; the healthy pair is upgraded in the same run. The kinds
@@ -27,6 +27,14 @@ FAULTS = {
     "sim02": (["garbage_output", "--tool", "mlxconfig"], ["Plan the NV configuration", "run the playbook again"]),
     "sim03": (["interrupted_burn"], ["Burn the NIC firmware", "NIC firmware running %s" % OLD_FW]),
     "sim04": (["garbage_output", "--tool", "rdma"], ["Health gate", "NIC firmware running %s" % NEW_FW]),
+    # the message says what changed: the flash holds the new image, only a power cycle activates it
+    "sim06": (["power_cycle_required"], ["Reset NIC firmware", "flashed %s" % NEW_FW, "power cycle",
+                                         "firmware_power_cycle_method"]),
+    "sim07": (["garbage_output", "--tool", "flint"], ["read versions", "bluefleet parse flint-query",
+                                                      "host restriction unchanged"]),
+    # a tool that stops answering (what an SSH drop mid-task looks like to the task): timeout, exit status 124
+    "sim08": (["tool_hang", "--tool", "mlxfwreset", "--seconds", "1"], ["Plan the reset", "exit status 124",
+                                                                          "host restriction restored as before"]),
 }
 HEALTHY = "sim05"
 
