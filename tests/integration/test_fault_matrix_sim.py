@@ -2,10 +2,11 @@
 run once with every fault injected, asserted per host; then every fault cleared and one re-run converges.
 
 Each faulted DPU's run fails with a message that names the host, the step and the way out; the host restriction
-(zero trust) of every pair is as it was before the run; the healthy pair is upgraded in the same run. The kinds
-that need another stage (gpudirect's peermem/GPU driver, DOCA services' kubelet, the BMC's tasks) and those that
-are fleet-wide (the state directory) are covered by tests/integration/test_upgrade_failsafe_sim.py, test_bmc_sim.py,
-test_gpudirect_sim.py and test_services_sim.py; bringing them into this one-run matrix is left (see the report).
+(zero trust) of every pair is as it was before the run; the healthy pair is upgraded in the same run. Not yet in
+this one-run matrix (left, see the branch report): peermem_einval (test_gpudirect_sim.py), gpu_driver_down
+(test_conformance_breaks_sim.py), rshim_busy / dpu_never_returns (test_firmware_images_sim.py), the state directory
+that is not writable (test_upgrade_failsafe_sim.py), the bmc_* faults, a kubelet that never starts, a host reboot
+mid-run, corrupt image and PSID mismatch (need a per-pair image).
 """
 
 from __future__ import annotations
