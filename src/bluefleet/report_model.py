@@ -92,6 +92,28 @@ def _fix_for(stage: str | None) -> str:
 # --- fleet matrix -------------------------------------------------------------------------------
 
 
+def _outcome(record: dict) -> str:
+    status = record.get("outcome") or "error"
+    if status == "skipped" and (record.get("message") or "").startswith(NA_PREFIX):  # evidence of an older suite
+        status = NOT_APPLICABLE
+    return status
+
+
+def check_totals(evidence: dict | None) -> dict[str, int]:
+    """Outcomes counted once per check the suite ran (one per pytest node id), as JUnit and pytest count them.
+
+    A pair check is one check shown on two rows (the GPU host's and its DPU's); counting cells counted it twice."""
+    totals: Counter = Counter()
+    seen: set[str] = set()
+    for record in (evidence or {}).get("checks") or []:
+        nodeid = record.get("nodeid") or record.get("check") or "?"
+        if nodeid in seen:  # pytest reports one outcome per node id (a teardown error is part of it)
+            continue
+        seen.add(nodeid)
+        totals[_outcome(record)] += 1
+    return dict(totals)
+
+
 def _matrix(summary: dict, evidence: dict | None, facts: dict) -> tuple[list, list, dict]:
     """(hosts, checks, cells): one row per host, one column per check, cells[host][check]."""
     # Rows: the hosts the playbook ran on, those with facts, those a check ran on. The inventory maps only
@@ -153,10 +175,8 @@ def _matrix(summary: dict, evidence: dict | None, facts: dict) -> tuple[list, li
         hosts = record.get("hosts") or [FLEET_ROW]
         for host in hosts:
             commands = list(record.get("commands") or [])
-            status = record.get("outcome") or "error"
             message = record.get("message") or ""
-            if status == "skipped" and message.startswith(NA_PREFIX):  # evidence of an older suite
-                status = NOT_APPLICABLE
+            status = _outcome(record)
             put(host, check, {"status": status, "message": message,
                               "commands": commands, "nodeids": [record.get("nodeid")], "stage": rec_stage})
             if host != FLEET_ROW:
@@ -337,11 +357,7 @@ def build_model(run_dir: Path, previous_dir: Path | None = None) -> dict:
     evidence = redact(evidence) if evidence is not None else None
     facts = redact(facts)
     hosts, checks, cells = _matrix(summary, evidence, facts)
-    totals: Counter = Counter()
-    for row in cells.values():
-        for check, cell in row.items():
-            if check != PLAYBOOK_CHECK:
-                totals[cell["status"]] += 1
+    totals = check_totals(evidence)
     model = {
         "format": FORMAT,
         "run": {k: summary.get(k) for k in ("started", "finished", "seconds", "stage", "playbook", "inventory",
@@ -353,7 +369,7 @@ def build_model(run_dir: Path, previous_dir: Path | None = None) -> dict:
         "hosts": hosts,
         "checks": checks,
         "cells": cells,
-        "totals": dict(totals),
+        "totals": totals,
         "not_applicable": [{"host": h, "check": c, "reason": cell["message"].removeprefix(NA_PREFIX)}
                            for h, row in cells.items() for c, cell in sorted(row.items())
                            if cell["status"] == NOT_APPLICABLE],

@@ -28,7 +28,7 @@ import stat
 import sys
 from pathlib import Path
 
-from dpusim import clock, device, faults, images, kubelet, linux_state, profiles, replay, rshim, state, tools
+from dpusim import boot, clock, device, faults, images, kubelet, linux_state, profiles, replay, rshim, state, tools
 
 BIN_TEMPLATE = """#!{python}
 # dpusim front-end for {name!r}; written by `dpusim env`.
@@ -82,11 +82,29 @@ def cmd_state(args: argparse.Namespace) -> int:
     return 0
 
 
+def _boot(root: Path) -> list:
+    """The machine comes up: the kernel's boot values (netdev sysfs, drivers) first, then the enabled boot units,
+    once the reboot's state is saved and the lock released (the units' tools open the node themselves)."""
+    with state.open_node(root):
+        pass
+    return boot.run_boot_units(root)
+
+
+def _report_units(units: list) -> None:
+    """A unit that failed at boot does not stop the boot (as systemd): it is said on stderr, as `systemctl --failed`."""
+    for unit in units:
+        if unit["result"] in ("failed", "not run"):
+            print("dpusim: boot unit %s %s: %s" % (unit["unit"], unit["result"], unit.get("error", "")),
+                  file=sys.stderr)
+
+
 def cmd_reboot(args: argparse.Namespace) -> int:
     clock.sleep("warm_reboot")
     with state.open_node(args.root) as node:
         result = device.node_reboot(node)
-    print(json.dumps({"rebooted": True, "activated": result}, sort_keys=True))
+    units = _boot(node.root)
+    print(json.dumps({"rebooted": True, "activated": result, "boot_units": units}, sort_keys=True))
+    _report_units(units)
     return 0
 
 
@@ -94,7 +112,9 @@ def cmd_power_cycle(args: argparse.Namespace) -> int:
     clock.sleep("power_cycle")
     with state.open_node(args.root) as node:
         result = device.power_cycle(node)
-    print(json.dumps({"power_cycled": True, "activated": result}, sort_keys=True))
+    units = _boot(node.root)
+    print(json.dumps({"power_cycled": True, "activated": result, "boot_units": units}, sort_keys=True))
+    _report_units(units)
     return 0
 
 

@@ -35,7 +35,7 @@ def test_matrix_has_every_host_and_check_grouped_by_stage(runs):
     assert model["cells"]["node1"]["playbook"]["status"] == "changed"
     assert model["cells"]["node2"]["playbook"]["status"] == "passed"
     assert "localhost" not in model["cells"]  # stage 7's controller play is not a fleet row
-    assert model["totals"] == {"passed": 9}  # cells: 4 mst + 2 roce + 2 pair + 1 fleet
+    assert model["totals"] == {"passed": 8}  # checks: 4 mst + 2 roce + 1 pair (on two rows) + 1 fleet
 
 
 def test_failing_cell_carries_message_and_commands(runs):
@@ -45,7 +45,7 @@ def test_failing_cell_carries_message_and_commands(runs):
     assert "pf0hpf trust is pcp, expected dscp" in cell["message"]
     assert [c["command"] for c in cell["commands"]] == ["mlnx_qos -i pf0hpf", "swanctl --list-conns"]
     assert model["cells"]["node1-dpu"]["test_roce_trust[pf0hpf]"]["status"] == "passed"
-    assert model["totals"] == {"passed": 8, "failed": 1}
+    assert model["totals"] == {"passed": 7, "failed": 1}
 
 
 def test_unreachable_host_is_its_own_status(runs):
@@ -221,7 +221,7 @@ def test_not_applicable_is_counted_and_shown_as_na_in_every_format(runs):
     cell = model["cells"]["node2-dpu"]["test_hbn_routes_present"]
     assert cell["status"] == "not_applicable" and "does not ask for DOCA HBN" in cell["message"]
     assert model["cells"]["node1-dpu"]["test_hbn_routes_present"]["status"] == "passed"
-    assert model["totals"] == {"passed": 10, "not_applicable": 1}  # N/A is never counted as passed
+    assert model["totals"] == {"passed": 9, "not_applicable": 1}  # N/A is never counted as passed
     assert model["not_applicable"] == [{"host": "node2-dpu", "check": "test_hbn_routes_present",
                                         "reason": "node2-dpu does not ask for DOCA HBN (doca_services_list)"}]
     html = paths["html"].read_text()
@@ -230,7 +230,7 @@ def test_not_applicable_is_counted_and_shown_as_na_in_every_format(runs):
     assert ".s-not_applicable{background:#d9d9d9" in html  # grey
     assert '<span class="s-not_applicable">1 N/A</span>' in html
     md = paths["md"].read_text()
-    assert "checks: 1 N/A, 10 passed" in md
+    assert "checks: 1 N/A, 9 passed" in md
     assert "| node2-dpu | test_hbn_routes_present | node2-dpu does not ask for DOCA HBN (doca_services_list) |" in md
 
 
@@ -256,3 +256,30 @@ def test_version_matrix_shows_the_bmc_components_of_dpus(runs):
     assert "BMC firmware" not in rows["node1"]  # a GPU host has no BlueField BMC column
     assert [h for h in ("node1-dpu", "node2-dpu") if rows[h]["BMC firmware"]["mismatch"]]  # the two DPUs disagree
     assert not rows["node1-dpu"]["ERoT firmware"]["mismatch"]
+
+
+def test_counts_agree_with_junit_a_pair_check_counts_once(runs):
+    """issue 16: the summary said 193 checks where JUnit said 181: each pair check was counted on both rows."""
+    import xml.etree.ElementTree as ET
+
+    folder = make_run_folder(runs / "r1", failing="node2-dpu")
+    evidence = json.loads((folder / "evidence.json").read_text())
+    pair = next(r for r in evidence["checks"] if len(r["hosts"]) == 2)
+    pair["outcome"], pair["message"] = "failed", "node1-dpu is not paired with node1"
+    (folder / "evidence.json").write_text(json.dumps(evidence))
+    # the JUnit file pytest would write for this evidence: one testcase per node id
+    suite = ET.Element("testsuite")
+    for record in evidence["checks"]:
+        case = ET.SubElement(suite, "testcase", name=record["nodeid"])
+        if record["outcome"] == "failed":
+            ET.SubElement(case, "failure", message=record["message"])
+    junit = {"tests": len(suite), "failures": len(suite.findall("testcase/failure"))}
+    paths = report.write_report(folder)
+    model = json.loads(paths["json"].read_text())
+    assert sum(model["totals"].values()) == junit["tests"] == 8
+    assert model["totals"]["failed"] == junit["failures"] == 2
+    # the pair check is still a failed cell on both of its rows
+    assert model["cells"]["node1"]["test_pair_sees_one_card"]["status"] == "failed"
+    assert model["cells"]["node1-dpu"]["test_pair_sees_one_card"]["status"] == "failed"
+    assert "checks: 2 failed, 6 passed" in paths["md"].read_text()
+    assert '<span class="s-failed">2 failed</span><span class="s-passed">6 passed</span>' in paths["html"].read_text()
