@@ -1,7 +1,8 @@
 """playbooks/fabric.yml (the RoCE QoS play, tag roce) against the device twin.
 
 The four-times rule, a reboot that loses the QoS (the twin models it as runtime state) and gets it back from
-the boot-time script the role installs, and a re-run that puts it back too. Twin state is read with
+the boot-time unit the role installs and enables (the twin runs enabled units at boot), and without the unit a
+re-run that puts it back. Twin state is read with
 ``dpusim state`` and the tools' own output, never through the project's parsers.
 """
 
@@ -63,22 +64,30 @@ def test_four_times_then_reboot_loses_qos_and_boot_script_restores_it(tmp_path, 
     check_again = run_playbook(PLAYBOOK, inventory, TAGS, "--check", "--diff")
     assert changed_count(check_again) == 0
 
-    # A reboot of the DPU loses every runtime setting (QoS, RDMA-CM defaults, ECN, MTU) ...
+    # A reboot of the DPU loses every runtime setting (QoS, RDMA-CM defaults, ECN, MTU), and the boot-time unit the
+    # role installed and enabled (the twin runs enabled units at boot, as systemd would) puts it back.
+    subprocess.run([str(BIN / "dpusim"), "--root", str(dpu_root), "reboot"], check=True, capture_output=True,
+                   timeout=120)
+    assert_lossless(inventory)
+    assert twin_tool(dpu_root, "cma_roce_tos", "-d", "mlx5_1", "-p", "1").stdout == "104\n"
+
+    # Without the unit enabled, a reboot loses it all ...
+    (dpu_root / "etc/systemd/system/multi-user.target.wants/bluefleet-roce-qos.service").unlink()
     subprocess.run([str(BIN / "dpusim"), "--root", str(dpu_root), "reboot"], check=True, capture_output=True,
                    timeout=120)
     lost = qos_of(inventory, "sim01-dpu", "p0")
     assert "Priority trust state: pcp" in lost["mlnx_qos"] and lost["mtu"] == "1500" and lost["ecn3"] == "0"
     assert twin_tool(dpu_root, "cma_roce_tos", "-d", "mlx5_0", "-p", "1").stdout == "0\n"
-    # ... and the script the boot-time unit runs, with the unit's environment file, puts it back.
+    # ... the script the unit runs, with the unit's environment file, puts it back by hand ...
     script = dpu_root / "usr" / "local" / "sbin" / "bluefleet-roce-qos"
     env_file = dpu_root / "etc/bluefleet/roce-qos.env"
     res = twin_tool(dpu_root, "sh", "-c", "set -a; . %s; set +a; %s" % (env_file, script))
     assert res.returncode == 0, res.stderr + res.stdout
     assert "bluefleet-roce-qos: p0 (mlx5_0/1) trust dscp" in res.stdout
     assert_lossless(inventory)
-    assert twin_tool(dpu_root, "cma_roce_tos", "-d", "mlx5_1", "-p", "1").stdout == "104\n"
 
-    # A second reboot without the unit: the play finds the loss and restores it, on the DPU only.
+    # ... and after one more reboot without it, the play finds the loss and restores it (and re-enables the unit),
+    # on the DPU only.
     subprocess.run([str(BIN / "dpusim"), "--root", str(dpu_root), "reboot"], check=True, capture_output=True,
                    timeout=120)
     rerun = run_playbook(PLAYBOOK, inventory, TAGS)
