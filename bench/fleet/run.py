@@ -247,8 +247,8 @@ def run_bench(args):
     env.update(strategy_env(args.strategy))
     for name in ("BLUEFLEET_SIM_NODES", "BLUEFLEET_SIM_STATE"):
         env.pop(name, None)
-    # parse the inventory once first: the plugin creates the twin roots then, outside the measurement
-    subprocess.run([str(BIN / "ansible-inventory"), "-i", str(inventory), "--list"], env=env, check=True,
+    # the twin roots first, outside the measurement (an inventory read creates nothing: `bluefleet sim init`)
+    subprocess.run([str(BIN / "bluefleet"), "sim", "init", "-i", str(inventory)], env=env, check=True,
                    capture_output=True, timeout=1800)
     front_ends = account_front_ends(inventory.parent / "state")
     extra_args = []

@@ -95,9 +95,11 @@ def test_four_concurrent_slices_equal_one_run(tmp_path, collection_link):
         union.update(part)
     assert sorted(union) == sorted(single) and not any(r["failed"] for r in union.values())
     # The recaps may differ by one task per DPU: the controller-side records folder is created by whichever
-    # run gets there first (the canary in a single run, any slice's first node when slices run at once).
+    # run gets there first (the canary in a single run, any slice's first node when slices run at once); and the
+    # run_once checks (inputs, gate) run on each slice's first host, where a single run has one first host.
+    once = (ROOT / "playbooks" / "upgrade.yml").read_text().count("run_once: true")
     for host in HOSTS:
-        assert abs(union[host]["ok"] - single[host]["ok"]) <= 1, (host, union[host], single[host])
+        assert abs(union[host]["ok"] - single[host]["ok"]) <= 1 + once, (host, union[host], single[host])
         assert abs(union[host]["changed"] - single[host]["changed"]) <= 1, (host, union[host], single[host])
     single_out, sliced_out = outcome(single_dir), outcome(sliced_dir)
     assert all(single_out[h]["running"] == NEW_FW for h in HOSTS if h.endswith("-dpu"))
