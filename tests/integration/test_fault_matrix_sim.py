@@ -34,8 +34,8 @@ FAULTS = {
     "sim07": (["garbage_output", "--tool", "flint"], ["read versions", "bluefleet parse flint-query",
                                                       "host restriction unchanged"]),
     # a tool that stops answering (what an SSH drop mid-task looks like to the task): timeout, exit status 124
-    "sim08": (["tool_hang", "--tool", "mlxfwreset", "--seconds", "1"], ["Plan the reset", "exit status 124",
-                                                                          "host restriction restored as before"]),
+    "sim08": (["tool_hang", "--tool", "mlxfwreset", "--seconds", "1"],
+              ["Plan the reset", "exit status 124", "host restriction restored as before"]),
 }
 HEALTHY = "sim05"
 
@@ -86,10 +86,10 @@ def test_every_fault_fails_its_pair_only_with_a_clear_message_and_a_rerun_conver
     run = run_playbook("playbooks/upgrade.yml", fleet["inventory"], "-e", fleet["extra"], check=False)
     assert run["rc"] != 0
     failed = failures(run)
-    for pair, (_argv, words) in FAULTS.items():
+    for pair, (argv, words) in FAULTS.items():
         host = "%s-dpu" % pair
         msgs = failed.get(host)
-        assert msgs, "%s: no failure with fault %s:\n%s" % (host, FAULTS[pair][0], run["stdout"][-3000:])
+        assert msgs, "%s: no failure with fault %s:\n%s" % (host, argv, run["stdout"][-3000:])
         msg = msgs[-1]
         assert msg.startswith("%s: upgrade failed at '" % host), msg
         for word in words:
