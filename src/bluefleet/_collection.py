@@ -33,6 +33,8 @@ def ensure_importable() -> None:
         base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bluefleet" / "collections"
         link = base / "ansible_collections" / "bluefleet" / "dpu"
         link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() and link.resolve() != root.resolve():
+            link.unlink()  # a link another checkout made: this process must import this checkout's code
         if not link.exists():
             link.symlink_to(root)
     sys.path.insert(0, str(base))
