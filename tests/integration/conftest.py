@@ -138,3 +138,16 @@ def shared_sim_fleet(tmp_path_factory):
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert not changed, "a test wrote into shared_sim_fleet (use sim_inventory for tests that change state): %s" % (
         changed[:20])
+
+
+def dpusim(*argv):
+    """Run the twin's command line; its output (a failure fails the test with what it said)."""
+    proc = subprocess.run([str(BIN / "dpusim"), *argv], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, "dpusim %s: %s%s" % (" ".join(argv), proc.stdout, proc.stderr)
+    return proc.stdout
+
+
+def restriction(root):
+    """A twin card's host restriction: its level and every flag, pending ones included."""
+    priv = twin_state(root)["cards"][0]["privhost"]
+    return {"level": priv["level"], "flags": dict(priv.get("current") or {}, **(priv.get("pending") or {}))}

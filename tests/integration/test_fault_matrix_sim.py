@@ -16,7 +16,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import BIN, make_sim_inventory, run_playbook, twin_state
+from conftest import dpusim, make_sim_inventory, restriction, run_playbook, twin_state
 
 OLD_FW = "32.41.1000"
 NEW_FW = "32.43.1014"
@@ -38,17 +38,6 @@ FAULTS = {
               ["Plan the reset", "exit status 124", "host restriction restored as before"]),
 }
 HEALTHY = "sim05"
-
-
-def dpusim(*argv):
-    proc = subprocess.run([str(BIN / "dpusim"), *argv], capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 0, "dpusim %s: %s%s" % (" ".join(argv), proc.stdout, proc.stderr)
-    return proc.stdout
-
-
-def restriction(root):
-    priv = twin_state(root)["cards"][0]["privhost"]
-    return {"level": priv["level"], "flags": dict(priv.get("current") or {}, **(priv.get("pending") or {}))}
 
 
 def failures(run):
