@@ -2,7 +2,8 @@
 
     bluefleet lab images [--force] [--print-env]   build what is missing (tags = hash of inputs)
     bluefleet lab up [--pairs N] [--prefix P] [--fabric-subnet CIDR]   images, containers, wiring, twin,
-                                                   inventory (DPU/VTEP/overlay addresses included)
+                                                   one twin BMC per DPU (lab_bmc.py), inventory
+                                                   (DPU/VTEP/overlay/BMC addresses included)
     bluefleet lab wire [--pairs N] [--prefix P]    wiring + twin init of existing containers (Molecule prepare)
     bluefleet lab inventory [--pairs N] [--prefix P] [--inventory PATH]
     bluefleet lab status|summary [--prefix P]
@@ -22,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from bluefleet import lab_images, lab_wiring
+from bluefleet import lab_bmc, lab_images, lab_wiring
 from bluefleet.lab_images import LabError
 from bluefleet.lab_wiring import Topology
 
@@ -97,6 +98,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     t1 = time.monotonic()
     changes = lab_wiring.bring_up(topo, images.gpu_host, images.dpu)
     inv = _inventory_path(args.inventory)
+    changes += lab_bmc.bring_up(topo, images.dpu, inv.parent / ".state")
     lab_wiring.write_inventory(topo, inv)
     for line in changes:
         _out(f"  changed: {line}")
@@ -137,6 +139,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     if psk.exists():
         psk.unlink()
         removed.append(str(psk))
+    removed += lab_bmc.remove_files(inv.parent / ".state", args.prefix)
     _out("lab {}: removed {}".format(args.prefix, ", ".join(removed) if removed else "nothing (no such lab)"))
     return 0
 

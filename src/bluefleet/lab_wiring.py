@@ -56,8 +56,18 @@ def default_fabric_subnet(prefix: str) -> str:
     Molecule's can stand side by side (a clash is still caught before anything is created)."""
     if prefix == DEFAULT_PREFIX:
         return DEFAULT_FABRIC_SUBNET
-    third = 51 + int(hashlib.sha256(prefix.encode()).hexdigest(), 16) % 199
-    return f"192.168.{third}.0/24"
+    return f"192.168.{_third_octet(prefix)}.0/24"
+
+
+def _third_octet(prefix: str) -> int:
+    if prefix == DEFAULT_PREFIX:
+        return 50
+    return 51 + int(hashlib.sha256(prefix.encode()).hexdigest(), 16) % 199
+
+
+def default_mgmt_subnet(prefix: str) -> str:
+    """The BMCs' management network (lab_bmc.py): 10.249.<n>.0/24, n as the fabric's third octet."""
+    return f"10.249.{_third_octet(prefix)}.0/24"
 VTEP_SUBNET = ipaddress.ip_network("172.30.0.0/24")
 HOST_OVERLAY_SUBNET = ipaddress.ip_network("10.10.0.0/24")
 HOST_OVERLAY_MTU = 1300
@@ -79,6 +89,10 @@ class Pair:
     @property
     def volume(self) -> str:
         return f"{self.prefix}-node{self.index}-card"
+
+    @property
+    def bmc(self) -> str:
+        return f"{self.prefix}-node{self.index}-bmc"
 
 
 @dataclass(frozen=True)
@@ -125,6 +139,26 @@ class Topology:
     def fabric(self) -> str:
         return f"{self.prefix}-fabric"
 
+    @property
+    def mgmt(self) -> str:
+        return f"{self.prefix}-mgmt"
+
+    @property
+    def mgmt_subnet(self) -> str:
+        return default_mgmt_subnet(self.prefix)
+
+    @property
+    def mgmt_network(self) -> ipaddress.IPv4Network:
+        return ipaddress.ip_network(self.mgmt_subnet)  # type: ignore[return-value]
+
+    @property
+    def mgmt_gateway(self) -> str:
+        return str(self.mgmt_network.broadcast_address - 1)
+
+    def bmc_ip(self, pair: Pair) -> str:
+        """DPU i's BMC is the management network's host address i (lab_bmc.py)."""
+        return str(self.mgmt_network.network_address + pair.index)
+
     def all_pairs(self) -> list[Pair]:
         return [Pair(self.prefix, i) for i in range(1, self.pairs + 1)]
 
@@ -145,6 +179,11 @@ TWIN_VARS: dict[str, object] = {
 # every run, so both DPUs and every later run see the same key. A real inventory vaults ipsec_psk instead.
 LAB_PSK = ("{{ lookup('ansible.builtin.password', inventory_dir ~ '/.state/' ~ bluefleet_lab_prefix ~ "
            "'-ipsec-psk', length=48, chars=['ascii_letters', 'digits']) }}")
+
+
+# The lab's BMC password: made by `lab up` (lab_bmc.ensure_password) in the same folder, read back here.
+LAB_BMC_PASSWORD = ("{{ lookup('ansible.builtin.password', inventory_dir ~ '/.state/' ~ bluefleet_lab_prefix ~ "
+                    "'-bmc-password', length=48, chars=['ascii_letters', 'digits']) }}")
 
 
 def host_vars(topo: Topology) -> dict[str, dict[str, object]]:
@@ -177,10 +216,28 @@ def inventory(topo: Topology) -> dict[str, object]:
             },
             "children": {
                 "gpu_hosts": {"hosts": {p.host: hv[p.host] for p in pairs}},
-                "dpus": {"hosts": {p.dpu: hv[p.dpu] for p in pairs}},
+                "dpus": {"hosts": {p.dpu: hv[p.dpu] for p in pairs}, **bmc_group_vars(topo)},
             },
         }
     }
+
+
+def bmc_group_vars(topo: Topology) -> dict[str, object]:
+    """``bluefleet_bmc`` for every DPU of the lab (its twin BMC, lab_bmc.py), as the dpus group's vars: the
+    per-host pairing variables stay what Molecule's scenario shares (it has no BMCs)."""
+    if topo.profile != "bluefield3":  # the twin models the BlueField-3 BMC only
+        return {}
+    return {"vars": {
+        "bluefleet_lab_bmcs": {p.dpu: {"address": f"https://{topo.bmc_ip(p)}", "certificate": f"{p.bmc}.crt"}
+                               for p in topo.all_pairs()},
+        "bluefleet_bmc": {
+            "address": "{{ bluefleet_lab_bmcs[inventory_hostname].address }}",
+            "username": "root",
+            "password": LAB_BMC_PASSWORD,
+            "validate_certs": True,
+            "ca_path": "{{ inventory_dir }}/.state/{{ bluefleet_lab_bmcs[inventory_hostname].certificate }}",
+        },
+    }}
 
 
 def write_inventory(topo: Topology, path: Path) -> None:
@@ -408,6 +465,18 @@ def fabric_subnets(name: str) -> list[str] | None:
     return [c["Subnet"] for c in configs if c.get("Subnet")]
 
 
+def subnet_clash(net: ipaddress.IPv4Network) -> str | None:
+    """'NAME (SUBNET)' of a Docker network whose subnet overlaps ``net``, else None."""
+    for other in docker("network", "ls", "--format", "{{.Name}}", timeout=30).stdout.split():
+        for subnet in fabric_subnets(other) or []:
+            try:
+                if ipaddress.ip_network(subnet).overlaps(net):
+                    return f"{other} ({subnet})"
+            except ValueError:
+                continue
+    return None
+
+
 def ensure_fabric(topo: Topology, changes: list[str]) -> None:
     have = fabric_subnets(topo.fabric)
     if have is not None:
@@ -416,15 +485,10 @@ def ensure_fabric(topo: Topology, changes: list[str]) -> None:
                            f"{topo.fabric_subnet}: remove the lab (`bluefleet lab down --prefix {topo.prefix}`) "
                            "or give its subnet with --fabric-subnet")
         return
-    for other in docker("network", "ls", "--format", "{{.Name}}", timeout=30).stdout.split():
-        for subnet in fabric_subnets(other) or []:
-            try:
-                clash = ipaddress.ip_network(subnet).overlaps(topo.fabric_network)
-            except ValueError:
-                continue
-            if clash:
-                raise LabError(f"--fabric-subnet {topo.fabric_subnet} overlaps Docker network {other} ({subnet}): "
-                               "pick a free one, e.g. --fabric-subnet 192.168.61.0/24")
+    clash = subnet_clash(topo.fabric_network)
+    if clash:
+        raise LabError(f"--fabric-subnet {topo.fabric_subnet} overlaps Docker network {clash}: "
+                       "pick a free one, e.g. --fabric-subnet 192.168.61.0/24")
     docker("network", "create", "--internal", "--subnet", topo.fabric_subnet, "--gateway", topo.fabric_gateway,
            "--label", f"{LABEL}={topo.prefix}", topo.fabric, timeout=60)
     changes.append(f"network {topo.fabric} created ({topo.fabric_subnet})")
@@ -439,11 +503,11 @@ def ensure_volume(topo: Topology, pair: Pair, changes: list[str]) -> None:
 
 def lab_resources(prefix: str) -> dict[str, list[str]]:
     """Every container, network and volume of the lab ``prefix`` (by name, so Molecule's count too)."""
-    cre = re.compile(rf"^{re.escape(prefix)}-node\d+(-dpu)?$")
+    cre = re.compile(rf"^{re.escape(prefix)}-node\d+(-dpu|-bmc)?$")
     vre = re.compile(rf"^{re.escape(prefix)}-node\d+-card$")
     containers = [n for n in docker("ps", "-a", "--format", "{{.Names}}", timeout=30).stdout.split() if cre.match(n)]
     networks = [n for n in docker("network", "ls", "--format", "{{.Name}}", timeout=30).stdout.split()
-                if n == f"{prefix}-fabric"]
+                if n in (f"{prefix}-fabric", f"{prefix}-mgmt")]
     volumes = [n for n in docker("volume", "ls", "--format", "{{.Name}}", timeout=30).stdout.split() if vre.match(n)]
     return {"containers": sorted(containers), "networks": networks, "volumes": sorted(volumes)}
 
@@ -465,7 +529,7 @@ def teardown(prefix: str) -> list[str]:
 
 def _remove_extra_pairs(topo: Topology, changes: list[str]) -> None:
     """`up --pairs 1` after `up --pairs 2`: the lab shrinks to what was asked."""
-    wanted = {n for p in topo.all_pairs() for n in (p.host, p.dpu, p.volume)}
+    wanted = {n for p in topo.all_pairs() for n in (p.host, p.dpu, p.volume, p.bmc)}
     res = lab_resources(topo.prefix)
     extra = [c for c in res["containers"] if c not in wanted]
     if extra:
