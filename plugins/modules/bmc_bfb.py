@@ -252,9 +252,10 @@ def run(module, client):
                       "raise task_timeout" % (bmc, task_uri, (task or {}).get("TaskState"), p["task_timeout"]),
                       **result)
     if rules.task_outcome(task) != "ok":
-        raise Failure("install BFB via BMC %s failed: task %s ended %s/%s: %s" % (
+        fix = rules.task_fix(task, "BFB", "bfb")
+        raise Failure("install BFB via BMC %s failed: task %s ended %s/%s: %s%s" % (
             bmc, task.get("Id"), task.get("TaskState"), task.get("TaskStatus"),
-            " | ".join(rules.task_messages(task))), **result)
+            " | ".join(rules.task_messages(task)), ". Fix: %s" % fix if fix else ""), **result)
 
     def os_running():
         progress = client.get(rules.SYSTEM).get("BootProgress") or {}

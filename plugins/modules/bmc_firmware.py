@@ -250,9 +250,11 @@ def run(module, client):
         result.update(changed=False, outcome="identical")
         return result
     if outcome != "ok":
-        raise Failure("push %s image %s to BMC %s failed: task %s ended %s/%s: %s" % (
+        fix = rules.task_fix(task, "%s firmware" % component, "image")
+        raise Failure("push %s image %s to BMC %s failed: task %s ended %s/%s: %s%s" % (
             component, os.path.basename(p["image"]), bmc, task.get("Id"), task.get("TaskState"),
-            task.get("TaskStatus"), " | ".join(rules.task_messages(task))), **result)
+            task.get("TaskStatus"), " | ".join(rules.task_messages(task)), ". Fix: %s" % fix if fix else ""),
+            **result)
     result.update(changed=True, outcome="installed")
     reset, action_uri, action_body = rules.activation(component)
     result["reset_required"] = reset

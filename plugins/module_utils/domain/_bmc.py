@@ -84,6 +84,29 @@ def task_messages(task):
     return out
 
 
+# What to do about a task the BMC ended with errors, from the error types its messages carry
+# (ResourceEvent.ResourceErrorsDetected's argument, Update.VerificationFailed / ApplyFailed).
+TASK_FIXES = (
+    ("Component mismatch", "the image is not a %(what)s image: give %(setting)s an image made for %(what)s"),
+    ("Invalid FW Package", "the image is not for this card (a BlueField-3 takes a BlueField-3 package): give "
+                           "%(setting)s the package for this card's generation"),
+    ("VerificationFailed", "the BMC could not verify the image (corrupt, truncated or not signed for this card): "
+                           "fetch %(setting)s again and check its checksum"),
+    ("ApplyFailed", "the BMC could not install the image and runs the version it had: re-run to push it again; "
+                    "if it fails again, read the BMC's event log (Managers/Bluefield_BMC/LogServices)"),
+)
+
+
+def task_fix(task, what, setting):
+    """The fix for a task that ended with errors, naming the setting (``image``, ``bfb``); None if unknown."""
+    texts = " ".join("%s %s" % (m.get("MessageId", ""), m.get("Message", ""))
+                     for m in (task or {}).get("Messages") or [] if isinstance(m, dict))
+    for needle, fix in TASK_FIXES:
+        if needle in texts:
+            return fix % {"what": what, "setting": setting}
+    return None
+
+
 def activation(component, mode=None):
     """(reset name, Redfish action URI, body) that activates an image of ``component``; None for BIOS/OS."""
     if component == "bmc":

@@ -95,6 +95,13 @@ class RedfishClient:
         self._auth_failed = None
 
     # ------------------------------------------------------------ raw requests
+    def _scheme_hint(self):
+        """A plain-HTTP address whose server closes the connection is most often an HTTPS port."""
+        if self.base.startswith("http://"):
+            return (" The address is plain http://: a BMC serves Redfish over HTTPS (port 443); if this one does, "
+                    "write https:// in bluefleet_bmc.address.")
+        return ""
+
     def _open(self, method, uri, data=None, headers=None, timeout=None):
         if self._auth_failed is not None:
             raise self._auth_failed
@@ -135,15 +142,16 @@ class RedfishClient:
                     % (self.address, reason)) from None
             raise RedfishUnreachable("BMC %s is unreachable on %s %s: %s. Check bluefleet_bmc.address, the "
                                      "management network and that the BMC is powered (a BMC that restarts is "
-                                     "away for about 2 minutes)." % (self.address, method, uri, reason)) from None
+                                     "away for about 2 minutes).%s"
+                                     % (self.address, method, uri, reason, self._scheme_hint())) from None
         except (OSError, http_client.HTTPException) as exc:
             if isinstance(exc, ssl.SSLError):
                 raise RedfishTlsError("BMC %s: TLS handshake failed (%s). Is it HTTPS on that port? Check "
                                       "bluefleet_bmc.address (https://HOST:PORT) and validate_certs/ca_path."
                                       % (self.address, exc)) from None
             raise RedfishUnreachable("BMC %s is unreachable on %s %s: %s. Check bluefleet_bmc.address and the "
-                                     "management network; a restarting BMC is away for about 2 minutes."
-                                     % (self.address, method, uri, exc)) from None
+                                     "management network; a restarting BMC is away for about 2 minutes.%s"
+                                     % (self.address, method, uri, exc, self._scheme_hint())) from None
         return status, _json_or_none(raw), resp_headers
 
     def get(self, uri):

@@ -92,11 +92,16 @@ def test_wrong_password_stops_after_the_first_401_and_never_locks(run, twin):
     assert not failed
 
 
-def test_unreachable_bmc(run, twin):
+def test_unreachable_bmc(run, twin, tmp_path):
     with state.open_node(twin.root) as node:
         faults.set_fault(node, "bmc_unreachable", {})
+    before = twin.card()
     failed, res = run(bmc_info, twin.args())
     assert failed and "is unreachable" in res["msg"] and "bluefleet_bmc.address" in res["msg"]
+    assert twin.address in res["msg"]
+    failed, res = run(bmc_firmware, fw_args(twin, tmp_path))
+    assert failed and "is unreachable" in res["msg"] and twin.address in res["msg"]
+    assert twin.card() == before
 
 
 def test_tls_mismatch(run, tmp_path):
@@ -105,11 +110,12 @@ def test_tls_mismatch(run, tmp_path):
         args = tls.args()
         args["bmc"]["validate_certs"] = True
         failed, res = run(bmc_info, args)
-        assert failed and "TLS" in res["msg"] and "ca_path" in res["msg"]
+        assert failed and "TLS" in res["msg"] and "ca_path" in res["msg"] and tls.address in res["msg"]
         plain = tls.args()
         plain["bmc"]["address"] = tls.address.replace("https://", "http://")
         failed, res = run(bmc_info, plain)
         assert failed and tls.address.replace("https://", "http://") in res["msg"]
+        assert "write https:// in bluefleet_bmc.address" in res["msg"]
     finally:
         tls.stop()
 
@@ -161,8 +167,31 @@ def test_bmc_firmware_image_for_another_component_aborts_verbatim(run, twin, tmp
     assert failed and "ended Exception/Critical" in res["msg"] and twin.address in res["msg"]
     assert "Update.1.0.VerificationFailed: Verification of image" in res["msg"]
     assert "TaskEvent.1.0.3.TaskAborted: The task with Id '0' has completed with errors." in res["msg"]
+    assert "Fix: the image is not a bmc firmware image: give image an image made for bmc firmware" in res["msg"]
     after = twin.card()
     assert after["bmc"]["versions"] == before["bmc"]["versions"] and after["firmware"] == before["firmware"]
+
+
+def test_bmc_firmware_task_aborted_by_the_bmc_shows_its_messages_verbatim_then_a_rerun_installs(run, twin, tmp_path):
+    with state.open_node(twin.root) as node:
+        faults.set_fault(node, "bmc_task_aborts", {})
+    args = fw_args(twin, tmp_path)
+    before = twin.card()
+    failed, res = run(bmc_firmware, args)
+    assert failed and twin.address in res["msg"] and "ended Exception/Critical" in res["msg"]
+    assert ("TaskEvent.1.0.3.TaskStarted: The task with Id '0' has started. | Update.1.0.ApplyFailed: Installation "
+            "of image 'bmc-BF-24.10-33.img' to 'BMC_Firmware' failed. | TaskEvent.1.0.3.TaskAborted: The task with "
+            "Id '0' has completed with errors.") in res["msg"]
+    assert "Fix: the BMC could not install the image and runs the version it had: re-run" in res["msg"]
+    assert [m.split(":")[0] for m in res["task"]["messages"]] == [
+        "TaskEvent.1.0.3.TaskStarted", "Update.1.0.ApplyFailed", "TaskEvent.1.0.3.TaskAborted"]
+    after = twin.card()
+    assert after["bmc"]["versions"] == before["bmc"]["versions"] and after["firmware"] == before["firmware"]
+    with state.open_node(twin.root) as node:
+        faults.clear_fault(node, "bmc_task_aborts")
+    failed, res = run(bmc_firmware, args)
+    assert not failed, res["msg"]
+    assert res["changed"] and twin.card()["bmc"]["versions"]["bmc"] == "BF-24.10-33"
 
 
 def test_bmc_firmware_task_that_never_ends_times_out_then_a_rerun_resumes(run, twin, tmp_path, monkeypatch):
@@ -248,6 +277,7 @@ def test_bmc_bfb_bluefield2_bfb_to_a_bluefield3(run, twin, tmp_path):
     before = twin.card()["dpu_os"]["release"]
     failed, res = run(bmc_bfb, bfb_args(twin, tmp_path, profile="bluefield2"))
     assert failed and "Invalid FW Package" in res["msg"] and twin.address in res["msg"]
+    assert "Fix: the image is not for this card (a BlueField-3 takes a BlueField-3 package): give bfb" in res["msg"]
     assert twin.card()["dpu_os"]["release"] == before
 
 
@@ -256,7 +286,7 @@ def test_bmc_bfb_rshim_held_by_the_host(run, twin, tmp_path):
         node.cards[0].data["bmc"]["host_rshim"] = "Enabled"
     failed, res = run(bmc_bfb, bfb_args(twin, tmp_path))
     assert failed and "rshim_not_held_by_host" in res["msg"] and "systemctl stop rshim" in res["msg"]
-    assert posts(res) == []
+    assert twin.address in res["msg"] and posts(res) == []
 
 
 def test_bmc_bfb_bmc_too_old(run, tmp_path):
