@@ -60,6 +60,19 @@ options:
   dpusim:
     description: The C(dpusim) command; by default the one next to the running Python, else PATH.
     type: path
+  bmc_port:
+    description:
+      - When set, every DPU names a twin BlueField-3 BMC in C(bluefleet_bmc) (the out-of-band path,
+        C(bluefleet.dpu.bmc_*) and C(playbooks/upgrade.yml -e firmware_path=bmc)); the DPU numbered N has its
+        BMC at C(http://127.0.0.1:<bmc_port + N - 1>), user C(root). The password is not in the inventory;
+        the modules read C(BLUEFLEET_BMC_PASSWORD).
+      - Nothing persistent is started by an inventory read nor by C(bluefleet sim init); the BMCs answer while
+        C(bluefleet sim bmc -i PATH) runs (in the foreground, one C(dpusim bmc serve) per DPU over that DPU's
+        twin root, with the password from C(BLUEFLEET_BMC_PASSWORD)), until it is interrupted.
+      - BlueField-3 only (the twin models that BMC).
+    type: int
+    env:
+      - name: BLUEFLEET_SIM_BMC_PORT
 """
 
 EXAMPLES = r"""
@@ -71,6 +84,12 @@ profile: bluefield3
 # Then, for 100 nodes:
 #   BLUEFLEET_SIM_NODES=100 bluefleet sim init -i inventories/sim
 #   BLUEFLEET_SIM_NODES=100 ansible-playbook -i inventories/sim site.yml
+
+# With a twin BMC per DPU on loopback ports 18443, 18444, ...:
+#   plugin: bluefleet.dpu.sim
+#   nodes: 4
+#   bmc_port: 18443
+# export BLUEFLEET_BMC_PASSWORD=...; bluefleet sim bmc -i inventories/sim &   (serves until interrupted)
 """
 
 import os
@@ -115,6 +134,11 @@ class InventoryModule(BaseInventoryPlugin):
         state_dir = self.get_option("state_dir")
         if not os.path.isabs(state_dir):
             state_dir = os.path.join(os.path.dirname(os.path.abspath(path)), state_dir)
+        bmc_port = self.get_option("bmc_port")
+        if bmc_port is not None and (profile != "bluefield3" or not 1024 <= bmc_port <= 65535 - nodes):
+            raise AnsibleParserError(
+                "%s: bmc_port %r: give a port from 1024 to %d (one port per DPU from it) with profile bluefield3 "
+                "(the twin models the BlueField-3 BMC), or leave bmc_port out" % (path, bmc_port, 65535 - nodes))
         width = max(2, len(str(nodes)))
         out = []
         for index in range(1, nodes + 1):
@@ -125,6 +149,8 @@ class InventoryModule(BaseInventoryPlugin):
                         "card_dir": card_dir, "profile": profile, "pair": dpu})
             out.append({"name": dpu, "group": "dpus", "role": "dpu", "root": os.path.join(state_dir, dpu),
                         "card_dir": card_dir, "profile": profile, "pair": host})
+            if bmc_port is not None:
+                out[-1]["bmc_listen"] = "127.0.0.1:%d" % (bmc_port + index - 1)
         return out
 
     @staticmethod
@@ -155,6 +181,9 @@ class InventoryModule(BaseInventoryPlugin):
         else:
             self.inventory.set_variable(name, "bluefleet_host", h["pair"])
             self.inventory.set_variable(name, "bluefleet_rshim", "rshim0")
+            if h.get("bmc_listen"):  # served by `bluefleet sim bmc`; the password comes from BLUEFLEET_BMC_PASSWORD
+                self.inventory.set_variable(name, "bluefleet_bmc", {"address": "http://" + h["bmc_listen"],
+                                                                    "username": "root"})
         self.inventory.set_variable(name, "ansible_connection", "local")
         self.inventory.set_variable(name, "ansible_python_interpreter", sys.executable)
         self.inventory.set_variable(name, "bluefleet_twin_root", root)

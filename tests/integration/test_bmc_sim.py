@@ -9,7 +9,12 @@ the fleet; a re-run changes nothing; a BMC too old for a BFB stops at preflight 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import pytest
 from conftest import changed_count, run_playbook
@@ -86,3 +91,94 @@ def test_rshim_held_by_the_host_stops_at_preflight_with_the_fix(fleet):
     assert "rshim_not_held_by_host" in run["stdout"] and "systemctl stop rshim" in run["stdout"]
     assert cards(roots)["dpu1"]["firmware"] == before["dpu1"]["firmware"]
     assert cards(roots)["dpu2"]["firmware"] == before["dpu2"]["firmware"]  # the canary failed: no batch ran
+
+
+READ_BMCS = """
+- name: Read every DPU's BMC
+  hosts: dpus
+  gather_facts: false
+  tasks:
+    - name: Read the BMC
+      bluefleet.dpu.bmc_info:
+        bmc: "{{ bluefleet_bmc }}"
+      delegate_to: localhost
+"""
+
+
+def _free_ports(count):
+    import socket
+    for base in range(20000 + os.getpid() % 20000, 60000, 7):
+        socks = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise AssertionError("no %d free consecutive loopback ports" % count)
+
+
+def test_sim_inventory_with_bmc_port_gives_each_dpu_a_bmc_served_by_bluefleet_sim_bmc(tmp_path, monkeypatch,
+                                                                                       collection_link):
+    """The sim plugin's bmc_port: every DPU names its BMC; `bluefleet sim init` starts nothing; `bluefleet sim
+    bmc` serves them over the DPUs' twin roots until SIGTERM; bmc_info reads each card's versions."""
+    monkeypatch.setenv("BLUEFLEET_BMC_PASSWORD", PASSWORD)
+    base = _free_ports(2)
+    inventory = tmp_path / "inventory" / "fleet.sim.yml"
+    inventory.parent.mkdir()
+    inventory.write_text("plugin: bluefleet.dpu.sim\nnodes: 2\nprefix: oob\nbmc_port: %d\n" % base)
+    bluefleet = str(Path(sys.executable).parent / "bluefleet")
+    subprocess.run([bluefleet, "sim", "init", "-i", str(inventory)], check=True, capture_output=True, timeout=300)
+    with open(tmp_path / "sim-bmc.err", "w") as err:
+        proc = subprocess.Popen([bluefleet, "sim", "bmc", "-i", str(inventory)], stdout=subprocess.PIPE, stderr=err,
+                                text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not any(x.startswith("bluefleet sim: 2 BMC(s) serving") for x in lines) and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert any(x.startswith("bluefleet sim: 2 BMC(s) serving") for x in lines), \
+            "".join(lines) + (tmp_path / "sim-bmc.err").read_text()
+        assert "bluefleet sim: oob01-dpu BMC at http://127.0.0.1:%d\n" % base in lines
+        run = run_playbook(str(_write(tmp_path / "read.yml", READ_BMCS)), inventory)
+        reads = {e["event_data"]["host"]: e["event_data"]["res"] for e in run["events"]
+                 if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Read the BMC"}
+        assert set(reads) == {"oob01-dpu", "oob02-dpu"}
+        for name, res in reads.items():
+            card = state.load_node(tmp_path / "inventory" / ".state" / name).cards[0].data
+            assert res["firmware"]["DPU_NIC"] == card["firmware"]["running"]["version"], name
+            assert res["bmc_version"] == card["bmc"]["versions"]["bmc"], name
+        assert PASSWORD not in run["stdout"]
+    finally:
+        proc.terminate()
+        rc = proc.wait(timeout=30)
+    assert rc == 0
+    import socket
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", base), timeout=2).close()
+
+
+def test_bluefleet_sim_bmc_without_the_password_or_bmc_port_says_the_fix(tmp_path, monkeypatch, collection_link):
+    bluefleet = str(Path(sys.executable).parent / "bluefleet")
+    inventory = tmp_path / "fleet.sim.yml"
+    inventory.write_text("plugin: bluefleet.dpu.sim\nnodes: 1\nprefix: oob\n")
+    env = {k: v for k, v in os.environ.items() if k != "BLUEFLEET_BMC_PASSWORD"}
+    proc = subprocess.run([bluefleet, "sim", "bmc", "-i", str(inventory)], capture_output=True, text=True, check=False,
+                          timeout=120, env=env)
+    assert proc.returncode == 2 and "BLUEFLEET_BMC_PASSWORD is not set" in proc.stderr
+    proc = subprocess.run([bluefleet, "sim", "bmc", "-i", str(inventory)], capture_output=True, text=True, check=False,
+                          timeout=300, env=dict(env, BLUEFLEET_BMC_PASSWORD=PASSWORD))
+    assert proc.returncode == 2 and "names no twin BMC: set bmc_port" in proc.stderr
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
