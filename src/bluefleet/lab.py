@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
                                  f"(default {lab_wiring.DEFAULT_FABRIC_SUBNET} for prefix "
                                  f"{lab_wiring.DEFAULT_PREFIX}, a /24 of 192.168.51-249 derived from any other "
                                  "prefix)")
-        if name in ("up", "inventory", "down"):
+        if name in ("up", "inventory", "down", "summary"):
             sp.add_argument("--inventory", default=None,
                             help=f"inventory file to write/remove (default {DEFAULT_INVENTORY})")
     return p
@@ -207,15 +207,22 @@ def cmd_summary(args: argparse.Namespace) -> int:
     topo = Topology(args.prefix, args.pairs)
     rows = [["container", "role", "state", "links", "twin", "versions"]]
     all_ok = True
+    state_dir = _inventory_path(args.inventory).parent / ".state"
+    bmcs = lab_bmc.applies(topo) and topo.mgmt in lab_wiring.lab_resources(topo.prefix)["networks"]
     for pair in topo.all_pairs():
         for name, role in ((pair.host, "host"), (pair.dpu, "dpu")):
             row, ok = _summary_row(name, role)
             rows.append(row)
             all_ok &= ok
+        if bmcs:  # a lab brought up by `lab up` has its management network (Molecule's has no BMCs)
+            row, ok = lab_bmc.summary_row(topo, pair, state_dir)
+            rows.append(row)
+            all_ok &= ok
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         _out("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    verdict = (f"all {2 * topo.pairs} containers wired, twin answering" if all_ok
+    verdict = (f"all {2 * topo.pairs} containers wired, twin answering"
+               + (f", {topo.pairs} BMC(s) answering" if bmcs else "") if all_ok
                else "NOT healthy: see the rows above; `bluefleet lab up` repairs wiring")
     _out(f"lab {topo.prefix}: {verdict}")
     return 0 if all_ok else 1

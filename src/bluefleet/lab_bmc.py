@@ -163,6 +163,34 @@ def bring_up(topo: Topology, dpu_image: str, state_dir: Path) -> list[str]:
     return changes
 
 
+def firmware_version(topo: Topology, pair: Pair, state_dir: Path, timeout: float = 10) -> str:
+    """The BMC's own firmware version (Managers/Bluefield_BMC), read with the lab's password."""
+    import base64
+    password = password_file(state_dir, topo.prefix).read_text().strip()
+    ctx = ssl.create_default_context(cafile=str(cert_file(state_dir, pair)))
+    req = urllib.request.Request(f"https://{topo.bmc_ip(pair)}:{BMC_PORT}/redfish/v1/Managers/Bluefield_BMC",
+                                 headers={"Authorization": "Basic " + base64.b64encode(
+                                     f"{BMC_USER}:{password}".encode()).decode()})
+    with urllib.request.urlopen(req, timeout=timeout, context=ctx) as resp:  # noqa: S310 (https URL we built)
+        return str(json.load(resp).get("FirmwareVersion"))
+
+
+def summary_row(topo: Topology, pair: Pair, state_dir: Path) -> tuple[list[str], bool]:
+    """``bluefleet lab summary``'s row for the pair's BMC: container, role, state, network, Redfish, version."""
+    info = inspect_container(pair.bmc)
+    if info is None or not info["State"]["Running"]:
+        return [pair.bmc, "bmc", "missing" if info is None else info["State"]["Status"], "-", "-", "-"], False
+    why = probe(topo, pair, state_dir)
+    version = "-"
+    if why is None:
+        try:
+            version = "BMC " + firmware_version(topo, pair, state_dir)
+        except (OSError, ValueError, urllib.error.URLError) as exc:
+            why = f"login failed ({getattr(exc, 'reason', exc)})"
+    return [pair.bmc, "bmc", "running", f"{topo.mgmt} {topo.bmc_ip(pair)}",
+            "Redfish answering" if why is None else f"Redfish: {why}", version], why is None
+
+
 def remove_files(state_dir: Path, prefix: str) -> list[str]:
     """What ``lab down`` removes besides containers and networks: the password and the certificates."""
     removed = []
