@@ -123,8 +123,8 @@ def _free_ports(count):
     raise AssertionError("no %d free consecutive loopback ports" % count)
 
 
-def test_sim_inventory_with_bmc_port_gives_each_dpu_a_bmc_served_by_bluefleet_sim_bmc(tmp_path, monkeypatch,
-                                                                                       collection_link):
+def test_sim_inventory_bmc_port_names_a_bmc_per_dpu_that_bluefleet_sim_bmc_serves(tmp_path, monkeypatch,
+                                                                                  collection_link):
     """The sim plugin's bmc_port: every DPU names its BMC; `bluefleet sim init` starts nothing; `bluefleet sim
     bmc` serves them over the DPUs' twin roots until SIGTERM; bmc_info reads each card's versions."""
     monkeypatch.setenv("BLUEFLEET_BMC_PASSWORD", PASSWORD)
