@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
                                  f"(default {lab_wiring.DEFAULT_FABRIC_SUBNET} for prefix "
                                  f"{lab_wiring.DEFAULT_PREFIX}, a /24 of 192.168.51-249 derived from any other "
                                  "prefix)")
-        if name in ("up", "inventory", "down", "summary"):
+        if name in ("up", "inventory", "down"):
             sp.add_argument("--inventory", default=None,
                             help=f"inventory file to write/remove (default {DEFAULT_INVENTORY})")
     return p
@@ -207,7 +207,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
     topo = Topology(args.prefix, args.pairs)
     rows = [["container", "role", "state", "links", "twin", "versions"]]
     all_ok = True
-    state_dir = _inventory_path(args.inventory).parent / ".state"
     bmcs = lab_bmc.applies(topo) and topo.mgmt in lab_wiring.lab_resources(topo.prefix)["networks"]
     for pair in topo.all_pairs():
         for name, role in ((pair.host, "host"), (pair.dpu, "dpu")):
@@ -215,7 +214,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
             rows.append(row)
             all_ok &= ok
         if bmcs:  # a lab brought up by `lab up` has its management network (Molecule's has no BMCs)
-            row, ok = lab_bmc.summary_row(topo, pair, state_dir)
+            row, ok = lab_bmc.summary_row(topo, pair)
             rows.append(row)
             all_ok &= ok
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

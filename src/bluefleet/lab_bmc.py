@@ -175,11 +175,14 @@ def firmware_version(topo: Topology, pair: Pair, state_dir: Path, timeout: float
         return str(json.load(resp).get("FirmwareVersion"))
 
 
-def summary_row(topo: Topology, pair: Pair, state_dir: Path) -> tuple[list[str], bool]:
-    """``bluefleet lab summary``'s row for the pair's BMC: container, role, state, network, Redfish, version."""
+def summary_row(topo: Topology, pair: Pair) -> tuple[list[str], bool]:
+    """``bluefleet lab summary``'s row for the pair's BMC: container, role, state, network, Redfish, version.
+    The password and certificate are read from the folder the container mounts (the inventory's .state/)."""
     info = inspect_container(pair.bmc)
     if info is None or not info["State"]["Running"]:
         return [pair.bmc, "bmc", "missing" if info is None else info["State"]["Status"], "-", "-", "-"], False
+    mounts = [m["Source"] for m in info.get("Mounts") or [] if m.get("Destination") == STATE_MOUNT]
+    state_dir = Path(mounts[0]) if mounts else Path("/nonexistent")
     why = probe(topo, pair, state_dir)
     version = "-"
     if why is None:
