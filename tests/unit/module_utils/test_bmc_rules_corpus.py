@@ -94,3 +94,24 @@ def test_bmc_info_reads_the_bf_24_10_10_capture():
     assert (facts["mode"], facts["host_rshim"], facts["erot_background_copy"]) == ("DpuMode", "Disabled", "Completed")
     assert facts["bmc_rshim"] is True and facts["transfer_protocols"] == ["SCP", "HTTP", "HTTPS"]
     assert all(c["ok"] for c in facts["preflight"])
+
+
+def fragment(name):
+    return require_shared("corpus/redfish") / "fragments" / name
+
+
+def test_task_rules_on_the_documented_tasks():
+    completed = json.loads(fragment("redfish_v1_TaskService_Tasks_0.Completed.template.json").read_text())
+    assert rules.task_outcome(completed) == "ok" and rules.task_messages(completed) == []
+    running = json.loads(fragment("redfish_v1_TaskService_Tasks_11.Running.partial.json").read_text())
+    accepted = json.loads(fragment("redfish_v1_UpdateService_update-multipart.POST-202-body.json").read_text())
+    for task in (running, accepted):
+        assert task["TaskState"] in rules.RUNNING_STATES and rules.task_outcome(task) != "ok"
+    # a Messages[] item as NVIDIA's BFB-over-HTTP design shows it (kept verbatim, trailing comma)
+    item = json.loads(fragment("redfish_v1_TaskService_Tasks_0.Messages-item.http-keepalive.doc.txt")
+                      .read_text().strip().rstrip(","))
+    task = {"TaskState": "Running", "TaskStatus": "OK", "Messages": [item]}
+    assert rules.task_messages(task) == [
+        "Update.1.0.TransferringToComponent: Image 'DOCA_2.0.2_BSP_4.0.1_Ubuntu_22.04-1.20230330.bfb' is being "
+        "transferred to '/dev/rshim0/boot'. (Transfer is 20%. Please wait)"]
+    assert rules.task_fix(task, "BFB", "bfb") is None  # a transfer in progress is no error with a fix
