@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bluefleet import lab_images, lab_wiring
+from bluefleet import lab_bmc, lab_images, lab_wiring
 from bluefleet.lab_wiring import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,6 +161,12 @@ def test_up_wires_pair_is_idempotent_and_down_leaves_nothing(engine, clean_lab, 
     assert pairing[host]["bluefleet_dpus"] == [dpu]
     assert pairing[dpu]["bluefleet_host"] == host and pairing[dpu]["bluefleet_rshim"] == "rshim0"
     assert data["all"]["vars"]["ansible_connection"] == "community.docker.docker"
+    # one twin BMC per DPU on the management network, answering Redfish over TLS with the lab's password
+    topo = Topology(PREFIX, 1)
+    pair = topo.all_pairs()[0]
+    assert data["all"]["children"]["dpus"]["vars"]["bluefleet_lab_bmcs"][dpu]["address"] == \
+        "https://" + topo.bmc_ip(pair)
+    assert lab_bmc.probe(topo, pair, inv.parent / ".state") is None
 
     again = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", str(inv))
     assert again.returncode == 0, again.stdout + again.stderr
@@ -182,6 +188,7 @@ def test_up_wires_pair_is_idempotent_and_down_leaves_nothing(engine, clean_lab, 
     assert down.returncode == 0, down.stdout + down.stderr
     assert not any(resources().values()), resources()
     assert not inv.exists()
+    assert not list((inv.parent / ".state").glob(PREFIX + "-*bmc*")), "lab down left BMC files"
 
 
 OLD_RELEASE = "bf-bundle-2.9.1-40_24.11-ubuntu-22.04_prod"  # the bluefield3 profile's DPU OS
