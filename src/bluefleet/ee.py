@@ -112,9 +112,24 @@ def ee_tag(ee_base: str, collection: str) -> str:
     return f"{REPO}/ee:{h.hexdigest()[:HASH_LEN]}"
 
 
+SIM_DOCKERFILE = """\
+# bluefleet/ee-sim: the execution environment plus the device twin (sim fleets only)
+ARG EE
+FROM ${EE}
+USER root
+COPY twin/ /opt/bluefleet/twin/
+COPY dpusim /usr/local/bin/dpusim
+# compiled once here: every run's container starts from the image, and the twin's tools run often
+RUN chmod 0755 /usr/local/bin/dpusim && /usr/bin/python3 -m compileall -q /opt/bluefleet/twin \\
+    && dpusim tools >/dev/null
+USER 1000
+"""
+
+
 def sim_tag(ee: str) -> str:
     return "{}/ee-sim:{}".format(REPO, lab_images.tree_hash(
-        ("twin", lab_images.twin_dir()), ("launcher", lab_images.images_dir() / "twin"), "ee=" + ee))
+        ("twin", lab_images.twin_dir()), ("launcher", lab_images.images_dir() / "twin"), "ee=" + ee,
+        "dockerfile=" + SIM_DOCKERFILE))
 
 
 def build_collection(out: Path) -> Path:
@@ -176,13 +191,7 @@ def build_sim(tag: str, ee: str) -> float:
         shutil.copytree(lab_images.twin_dir(), ctx / "twin" / "dpusim",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo"))
         shutil.copy2(lab_images.images_dir() / "twin" / "dpusim", ctx / "dpusim")
-        (ctx / "Dockerfile").write_text(
-            "# bluefleet/ee-sim: the execution environment plus the device twin (sim fleets only)\n"
-            "ARG EE\nFROM ${EE}\nUSER root\n"
-            "COPY twin/ /opt/bluefleet/twin/\n"
-            "COPY dpusim /usr/local/bin/dpusim\n"
-            "RUN chmod 0755 /usr/local/bin/dpusim && dpusim tools >/dev/null\n"
-            "USER 1000\n")
+        (ctx / "Dockerfile").write_text(SIM_DOCKERFILE)
         _log(f"docker build -t {tag} (FROM {ee}) ...")
         lab_images.run(["docker", "build", "--build-arg", f"EE={ee}", "-t", tag, str(ctx)], timeout=600,
                        what=f"docker build of {tag}")
