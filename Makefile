@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PY_COLORS := 0
 export ANSIBLE_FORCE_COLOR := 0
 
-.PHONY: venv demo demo-down test lint sanity unit realtools integration molecule images lab-up lab-down clean
+.PHONY: venv demo demo-down test lint sanity unit realtools integration molecule images ee lab-up lab-down clean
 
 # ---------------------------------------------------------------- environment
 $(VENV)/.stamp: pyproject.toml
@@ -35,6 +35,12 @@ demo-down: venv
 images: venv
 	scripts/ensure-docker.sh
 	$(BIN)/bluefleet lab images
+
+# The execution environment (AWX): bluefleet/ee-base, then ansible-builder -> bluefleet/ee, and the EE plus the
+# twin (bluefleet/ee-sim) the EE tests run a sim fleet in. Tags are hashes of the inputs: a second run builds nothing.
+ee: venv
+	scripts/ensure-docker.sh
+	$(BIN)/bluefleet ee build --sim
 
 # ---------------------------------------------------------------- the tests
 # Every phase runs; one timing line per phase is printed at the end; the first failing phase's code is

@@ -14,6 +14,7 @@ COMMANDS = {
     "capture": ("bluefleet.capture", "save a real machine's read-only tool outputs for dpusim replay"),
     "lab": ("bluefleet.lab", "build the images and run the container lab (up, down, status, summary, images)"),
     "sim": ("bluefleet.sim", "create the device-twin roots of a simulated fleet (sim init -i INVENTORY)"),
+    "ee": ("bluefleet.ee", "build the execution environment image for AWX (ee build [--sim])"),
     "run": ("bluefleet.run", "run site.yml (or a stage) through ansible-runner"),
     "report": ("bluefleet.report", "render a run folder as HTML, Markdown and JSON"),
 }

@@ -1,5 +1,5 @@
 """execution-environment.yml: `ansible-builder create` makes a build context with the pinned versions and this
-collection (the image itself is not built here: no registry is reachable for a base image)."""
+collection (the image itself is built by `bluefleet ee build` and used in tests/integration/test_ee_runner.py)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,9 @@ def test_ansible_builder_create_makes_the_context(tmp_path):
     assert "ansible-galaxy collection install --offline" in containerfile
     built = context / "_build"
     assert (built / "requirements.txt").read_text() == (ROOT / "ee" / "requirements.txt").read_text()
-    assert (built / "bindep.txt").is_file() and (built / "requirements.yml").is_file()
+    assert (built / "bindep.txt").is_file()
+    assert "requirements.yml" not in containerfile  # no Galaxy server: the collection needs no other collection
+    assert "PKGMGR=\"/usr/local/bin/ee-apt\"" in containerfile  # Debian base: apt-get behind ee/base/ee-apt
     tarballs = list((built / "bluefleet").glob("bluefleet-dpu-*.tar.gz"))
     assert len(tarballs) == 1, "the collection tarball is not in the build context"
     listing = subprocess.run(["tar", "tzf", str(tarballs[0])], capture_output=True, text=True, check=True).stdout
