@@ -40,8 +40,10 @@ LAB_BREAKS = {
     "test_ovs.py::test_host_reaches_peer_host_through_the_dpus": {
         "text": "`ip link set ens1f0np0 mtu 1500` on a GPU host",
         "side": "host",
-        "break": [["ip", "link", "set", "ens1f0np0", "mtu", "1500"]],
-        "undo": [["ip", "link", "set", "ens1f0np0", "mtu", "1300"]],
+        # iproute2 itself: in the lab the first `ip` on PATH is the twin's front-end, which also records the MTU
+        # as the card netdev's (RoCE 9000, test_roce_mtu); the veth's overlay MTU (1300) is the real link's alone
+        "break": [["/usr/sbin/ip", "link", "set", "ens1f0np0", "mtu", "1500"]],
+        "undo": [["/usr/sbin/ip", "link", "set", "ens1f0np0", "mtu", "1300"]],
         "fails": {"test_ovs.py::test_host_reaches_peer_host_through_the_dpus[{host}]":
                   "overlay netdev MTU is not 1300"},
     },
