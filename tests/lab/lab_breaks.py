@@ -59,9 +59,10 @@ LAB_BREAKS = {
     "test_ipsec.py::test_fabric_carries_only_esp": {
         "text": "`ip xfrm policy flush` on a DPU (traffic leaves in clear)",
         "side": "dpu",
-        # not yet shown in the lab: after `ip xfrm policy flush` the check still passed (strongSwan's policies or
-        # the routed underlay keep the traffic in ESP); a break that sends the overlay in clear is still to find
-        "pending": "ip xfrm policy flush did not make the check fail in the lab (2026-12-03)",
+        # not yet shown in the lab: there strongSwan's kernel-libipsec keeps SAs and policies in userspace (the
+        # kernel's xfrm lists are empty, src/dpusim/tools/ip.py), so the flush changes nothing and the check passed;
+        # the lab's equivalent (the peer VTEP's /32 routed off the IPsec TUN device) is still to write and prove
+        "pending": "ip xfrm policy flush did not make the check fail in the lab (kernel-libipsec: no kernel policy)",
         "break": [["ip", "xfrm", "policy", "flush"]],
         "undo": RENEGOTIATE,
         "fails": {"test_ipsec.py::test_fabric_carries_only_esp[{dpu}]": "cleartext on the fabric port"},
