@@ -22,7 +22,7 @@ HOST_NETDEV_VARS = (("host_overlay", "host_overlay_interface"),)  # the GPU host
 DPU_NETDEV_VARS = (("ovs", "ovs_host_representor"), ("ipsec", "ipsec_uplink_interface"))  # representor, uplink
 # A device row of `mst status -v` (corpus: mst/bf3-arm-mst-status-v.txt, mst/bf2-host-mst-status-v-fixture.txt).
 _MST_ROW = re.compile(r"^(?P<type>\S+)\s+(?P<dev>/dev/mst/mt\d+_pciconf\d+)\s", re.M)
-_FIX_LAB = "in the lab run `bluefleet lab up` (or `bluefleet lab wire`); on hardware check the cabling and driver"
+_FIX_LAB = "fix: in the lab run `bluefleet lab up` (or `bluefleet lab wire`); on hardware check the cabling and driver"
 
 
 def _tail(res) -> str:

@@ -200,7 +200,7 @@ def _port(node: state.Node, device: str) -> dict:
                    stream="stderr")
 
 
-def _active_mtu(netdev_mtu: int) -> int:
+def active_mtu(netdev_mtu: int) -> int:
     room = netdev_mtu - 96  # kernel iboe_get_mtu: RoCE v2 headers
     return max([m for m in IB_MTUS if m <= room] or [256])
 
@@ -266,7 +266,7 @@ def body(argv: list[str], prog: str) -> int:
             # the real message for an empty GID entry is not in the corpus: a twin message instead
             raise ToolExit("dpusim: ib_write_bw: GID index %d of %s port %d is empty (see show_gids)"
                            % (opts["gid_index"], opts["device"], opts["ib_port"]), rc=1, stream="stderr")
-        active = _active_mtu(ls.netdev_mtu(node, p["netdev"]))
+        active = active_mtu(ls.netdev_mtu(node, p["netdev"]))
         lossless = _lossless(node, p["netdev"], opts["tos"])
         peermem = "nvidia_peermem" in ls.modules(node)
         gpus = ls.gpus(node)

@@ -257,3 +257,71 @@ def test_ibv_wr_line_follows_the_profiles_perftest(twin, profile, line):
     rc, out, err = t.run("ib_write_bw", *CLIENT)
     assert rc == 0, err
     assert line in out.split("\n")
+
+
+NET_CONF = ("NCCL_P2P_DISABLE=1\nNCCL_SHM_DISABLE=1\nNCCL_IB_HCA==mlx5_0:1\nNCCL_IB_GID_INDEX=1\nNCCL_IB_TC=104\n"
+            "NCCL_NET_GDR_LEVEL=SYS\n")
+
+
+def _net_busbw(t, conf: str = NET_CONF) -> float:
+    path = t.root / "etc" / "nccl.conf"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(conf)
+    rc, out, err = t.run("all_reduce_perf", "-b", "8M", "-e", "128M", "-f", "2", "-g", "8")
+    assert rc == 0, err
+    return float([line for line in out.splitlines() if line.strip().startswith("134217728")][0].split()[7])
+
+
+def _net_ready(t):
+    """What stage 5 leaves: peermem loaded, ACS off on every bridge (on at boot), PFC on the RoCE priority."""
+    with t.edit() as node:
+        ls.load_peermem(node)
+        for bridge in ls.pcie_bridges(node):
+            ls.set_acs_ctl(node, bridge["address"], 0)
+    _qos(t, 3)
+
+
+def test_all_reduce_through_the_nic_follows_each_factor(twin):
+    """With P2P and SHM off the ring goes through the NIC: the port's rate, then one factor per setting (peermem,
+    ACS, GID index, PFC on the traffic's priority, NIC-GPU affinity through NCCL_NET_GDR_LEVEL)."""
+    t = twin("bluefield3")
+    _net_ready(t)
+    good = _net_busbw(t)
+    port = perftest.bandwidth_gbps(1024, True) / 8  # netdev MTU 1500 -> active 1024
+    assert good == pytest.approx(port, rel=0.01)
+    nvlink = _net_busbw(t, NET_CONF.replace("NCCL_SHM_DISABLE=1\n", ""))  # SHM allowed: NVLink P2P, not the NIC
+    assert nvlink > 300
+
+    assert _net_busbw(t, NET_CONF.replace("NCCL_NET_GDR_LEVEL=SYS", "NCCL_NET_GDR_LEVEL=PIX")) == pytest.approx(
+        good * nccl_tests.STAGED_FACTOR, rel=0.01)  # affinity: every GPU is NODE/SYS from the card
+    lossy = good * perftest.LOSSY_FACTOR
+    assert _net_busbw(t, NET_CONF.replace("NCCL_IB_GID_INDEX=1", "NCCL_IB_GID_INDEX=0")) == pytest.approx(
+        lossy, rel=0.01)  # RoCE v1: no DSCP, priority 0 without PFC
+    assert _net_busbw(t, NET_CONF.replace("NCCL_IB_TC=104", "NCCL_IB_TC=160")) == pytest.approx(lossy, rel=0.01)
+    (t.root / "etc" / "nccl.conf").write_text(NET_CONF.replace("NCCL_IB_GID_INDEX=1", "NCCL_IB_GID_INDEX=9"))
+    rc, _out, err = t.run("all_reduce_perf", "-g", "8")
+    assert rc == 1 and "NCCL_IB_GID_INDEX 9 is not a GID of mlx5_0" in err
+
+    rc, _out, err = t.run("setpci", "-s", "0000:17:00.0", "ECAP_ACS+6.w=005d")
+    assert rc == 0, err
+    assert _net_busbw(t) == pytest.approx(good * nccl_tests.ACS_FACTOR, rel=0.01)
+    assert t.run("setpci", "-s", "0000:17:00.0", "ECAP_ACS+6.w=0000")[0] == 0
+    assert _net_busbw(t) == good
+
+    rc, _out, err = t.run("mlnx_qos", "-i", "ens1f0np0", "--pfc", "0,0,0,0,0,0,0,0")
+    assert rc == 0, err
+    assert _net_busbw(t) == pytest.approx(lossy, rel=0.01)
+    _qos(t, 3)
+    with t.edit() as node:
+        ls.unload_peermem(node)
+    assert _net_busbw(t) == pytest.approx(good * nccl_tests.STAGED_FACTOR, rel=0.01)
+
+
+def test_all_reduce_environment_wins_over_nccl_conf(twin, monkeypatch):
+    t = twin("bluefield3")
+    _net_ready(t)
+    good = _net_busbw(t)
+    monkeypatch.setenv("NCCL_IB_TC", "160")
+    assert _net_busbw(t) == pytest.approx(good * perftest.LOSSY_FACTOR, rel=0.01)
+    monkeypatch.setenv("NCCL_SHM_DISABLE", "0")
+    assert _net_busbw(t) > 300
