@@ -126,7 +126,7 @@ vfs:
   returned: always
   type: list
   elements: str
-  sample: [0000:08:00.2, 0000:08:00.3]
+  sample: ["0000:08:00.2", "0000:08:00.3"]
 reset_required:
   description: Always C(none) - the eswitch mode is active at once (reset classes of the bluefleet reset planner).
   returned: always

@@ -24,6 +24,13 @@ FAULTS: dict[str, tuple[str, str]] = {
                                 "e.g. built for another kernel)"),
     "power_cycle_required": ("card", "pending firmware/mlxconfig changes activate only on a power cycle, "
                                      "not on mlxfwreset or a warm reboot"),
+    # ssh(1) EXIT STATUS: "ssh exits with the exit status of the remote command or with 255 if an error occurred";
+    # OpenSSH clientloop.c prints "Connection to %.64s closed by remote host." when the server side goes away.
+    "connection_drop": ("node", "the next call of the named tools (--tool, default all) loses its SSH session: "
+                                "nothing runs, 'Connection to NODE closed by remote host.' on stderr, exit 255; "
+                                "fires once"),
+    "host_reboot": ("node", "the node reboots (as dpusim reboot) while the next call of the named tools (--tool, "
+                            "default all) starts: nothing of it runs, its SSH session closes (exit 255); fires once"),
     "bmc_unreachable": ("card", "the card's BMC does not answer (dpusim bmc serve drops every connection)"),
     "bmc_task_hangs": ("card", "the BMC's next update task stays Running at 40 percent and never completes"),
     "bmc_task_aborts": ("card", "the BMC's next update task ends in Exception (ApplyFailed, TaskAborted)"),

@@ -3,7 +3,7 @@
 
 Order of decisions for every call:
 1. replay mode (``$DPUSIM_ROOT/replay.json`` exists): answer from the capture or fail clearly;
-2. node faults ``tool_hang`` / ``garbage_output`` for this tool name;
+2. node faults ``tool_hang`` / ``garbage_output`` / ``connection_drop`` / ``host_reboot`` for this tool name;
 3. the tool's ``main(argv, prog)``.
 
 The real binaries a twin tool passes through to are found by ``dpusim.tools._common.real_binary``.
@@ -56,6 +56,23 @@ def tool_table(name: str) -> dict:
     return tools.registry()
 
 
+def drop_session(rdir, fault: str) -> int:
+    """The caller's SSH session ends before the tool runs (once): what `ssh NODE TOOL` returns when the network
+    drops or the node reboots under it (ssh's message on stderr, exit status 255). ``host_reboot`` also reboots
+    the node as ``dpusim reboot`` does: runtime settings go, the installed boot units run."""
+    from dpusim import boot, device  # only on this path: most tool calls never need them
+
+    with state.open_node(rdir) as node:
+        faults.clear_fault(node, fault)
+        name = str(node.data.get("hostname") or rdir.name)
+        if fault == "host_reboot":
+            device.node_reboot(node)
+    if fault == "host_reboot":
+        boot.run_boot_units(rdir)
+    print("Connection to %s closed by remote host." % name, file=sys.stderr)
+    return 255
+
+
 def run(name: str, argv: list[str]) -> int:
     """Run twin tool ``name`` with ``argv`` (program name excluded) and return its exit status."""
     table = tool_table(name)
@@ -83,6 +100,9 @@ def run(name: str, argv: list[str]) -> int:
             else:  # an in-memory stream (tests)
                 sys.stdout.write(GARBAGE.decode("utf-8", errors="replace"))
             return 0
+        for fault in ("connection_drop", "host_reboot"):
+            if faults.applies_to_tool(node.faults.get(fault), name):
+                return drop_session(rdir, fault)
     try:
         return int(table[name](list(argv), name) or 0)
     except state.StateError as exc:
