@@ -38,7 +38,48 @@ def ansible_env() -> dict[str, str]:
     env["PY_COLORS"] = "0"
     env.pop("BLUEFLEET_SIM_NODES", None)
     env.pop("BLUEFLEET_SIM_STATE", None)
+    env.update(strategy_env(env.get("BLUEFLEET_TEST_STRATEGY", "")))
     return env
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_strategy(request):
+    """A test file that sets ``ANSIBLE_STRATEGY = "linear"`` runs its playbooks (module fixtures included: an
+    autouse fixture comes first in its scope) with Ansible's default strategy."""
+    wanted = getattr(request.module, "ANSIBLE_STRATEGY", None)
+    if not wanted:
+        yield
+        return
+    before = os.environ.get("BLUEFLEET_TEST_STRATEGY")
+    os.environ["BLUEFLEET_TEST_STRATEGY"] = wanted
+    yield
+    if before is None:
+        os.environ.pop("BLUEFLEET_TEST_STRATEGY", None)
+    else:
+        os.environ["BLUEFLEET_TEST_STRATEGY"] = before
+
+
+def strategy_env(strategy: str) -> dict[str, str]:
+    """The Ansible strategy of the suite's playbook runs: ``BLUEFLEET_TEST_STRATEGY`` (``linear`` or
+    ``mitogen_linear``); unset, Mitogen's where it is installed (the dev extra pins it): it runs each host's
+    modules in one persistent interpreter and cuts the suite's CPU (README "Testing"). Molecule, the lab tests
+    and the files that say so (test_site_sim.py) run Ansible's default ``linear``, what a user runs first."""
+    strategy = strategy or ("mitogen_linear" if _mitogen_strategies() else "linear")
+    if strategy == "linear":
+        return {"ANSIBLE_STRATEGY": "linear"}
+    plugins = _mitogen_strategies()
+    if not plugins:
+        raise AssertionError("BLUEFLEET_TEST_STRATEGY=%s needs mitogen (the dev extra pins it): run `make venv`"
+                             % strategy)
+    return {"ANSIBLE_STRATEGY": strategy, "ANSIBLE_STRATEGY_PLUGINS": plugins}
+
+
+def _mitogen_strategies() -> str:
+    try:
+        import ansible_mitogen
+    except ImportError:
+        return ""
+    return str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")
 
 
 def run_playbook(playbook: str, inventory: Path, *extra: str, check: bool = True) -> dict:
@@ -151,3 +192,20 @@ def restriction(root):
     """A twin card's host restriction: its level and every flag, pending ones included."""
     priv = twin_state(root)["cards"][0]["privhost"]
     return {"level": priv["level"], "flags": dict(priv.get("current") or {}, **(priv.get("pending") or {}))}
+
+
+# ------------------------------------------------------------------ the slowest files first (xdist --dist loadfile)
+def pytest_collection_modifyitems(session, config, items):
+    """Order the files longest first, so the two workers of `make integration` finish together instead of one
+    running the last long file alone (longest-processing-time-first scheduling: xdist's loadfile hands files out
+    in collection order). The weights are the seconds per file of one measured run (durations.json beside this
+    file; refresh it with ``pytest tests/integration --junitxml=J`` and ``scripts/integration-durations.py J``);
+    a file it does not know goes first, as if it were the slowest. Order within a file is unchanged."""
+    weights_file = Path(__file__).with_name("durations.json")
+    weights = json.loads(weights_file.read_text()) if weights_file.is_file() else {}
+    unknown = max(weights.values(), default=0) + 1
+    order = {}
+    for item in items:
+        name = item.path.name
+        order.setdefault(name, (-weights.get(name, unknown), len(order)))
+    items.sort(key=lambda item: order[item.path.name])  # stable: a file's tests keep their order

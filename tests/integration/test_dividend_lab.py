@@ -27,6 +27,9 @@ from conftest import ansible_env, run_playbook
 from bluefleet import lab_images, lab_wiring
 from bluefleet.report_dividend import dividend_section
 
+# the lab's community.docker connection and the benchmark's async plays: Ansible's default
+ANSIBLE_STRATEGY = "linear"
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PREFIX = os.environ.get("BLUEFLEET_DIVIDEND_LAB", "bfdv")

@@ -26,6 +26,9 @@ import yaml
 from bluefleet import lab_bmc, lab_images, lab_wiring
 from bluefleet.lab_wiring import Topology
 
+# the lab's community.docker connection: Ansible's default strategy
+ANSIBLE_STRATEGY = "linear"
+
 ROOT = Path(__file__).resolve().parents[2]
 BLUEFLEET = str(Path(sys.executable).parent / "bluefleet")
 PREFIX = os.environ.get("BLUEFLEET_TEST_LAB_PREFIX") or "bft" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:6]

@@ -7,6 +7,9 @@ import subprocess
 
 from conftest import ROOT, ansible_env, changed_count, make_sim_inventory, run_playbook
 
+# Ansible's default strategy, what a user runs first (conftest ``strategy_env``: the suite runs Mitogen's elsewhere)
+ANSIBLE_STRATEGY = "linear"
+
 
 def _plain(value):
     """ansible-inventory marks values from inventory plugins as unsafe: unwrap them."""
