@@ -32,9 +32,11 @@ demo: venv
 demo-down: venv
 	$(BIN)/bluefleet lab down
 
+# The lab's images and the execution environment's (each tagged by a hash of its inputs: built once, then reused).
 images: venv
 	scripts/ensure-docker.sh
 	$(BIN)/bluefleet lab images
+	$(BIN)/bluefleet ee build --sim
 
 # The execution environment (AWX): bluefleet/ee-base, then ansible-builder -> bluefleet/ee, and the EE plus the
 # twin (bluefleet/ee-sim) the EE tests run a sim fleet in. Tags are hashes of the inputs: a second run builds nothing.
@@ -45,7 +47,9 @@ ee: venv
 # ---------------------------------------------------------------- the tests
 # Every phase runs; one timing line per phase is printed at the end; the first failing phase's code is
 # make test's (scripts/run-phases.sh).
-TEST_PHASES := lint sanity unit realtools integration molecule
+# images+lint+sanity+unit: the image builds (mostly waiting on debootstrap, apt and pip downloads) run beside the
+# static checks and the unit tests, which need no image; the integration tests and Molecule use the images.
+TEST_PHASES := images+lint+sanity+unit realtools integration molecule
 test: venv
 	scripts/ensure-docker.sh
 	scripts/ensure-chromium.sh

@@ -20,8 +20,8 @@ sanity_bootstrap "$HOME/.ansible/test/cache" "$pip_tag"
 
 # ansible-test skips its shellcheck test when the program is missing: install it (Debian package).
 if ! command -v shellcheck >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && apt-get install -y -qq shellcheck >/dev/null 2>&1 || \
-     { [ "$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null 2>&1; }; then
+  if [ "$(id -u)" = 0 ] && apt-get -o DPkg::Lock::Timeout=300 install -y -qq shellcheck >/dev/null 2>&1 || \
+     { [ "$(id -u)" = 0 ] && apt-get -o DPkg::Lock::Timeout=300 update -qq && apt-get -o DPkg::Lock::Timeout=300 install -y -qq shellcheck >/dev/null 2>&1; }; then
     :
   else
     echo "sanity: shellcheck is missing and could not be installed: apt-get install shellcheck" >&2; exit 2

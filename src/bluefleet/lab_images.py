@@ -30,6 +30,8 @@ VARIANT = "minbase"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 REPO = "bluefleet"
 HASH_LEN = 12
+# apt-get waits for another apt (make test builds images beside the sanity phase, which may install shellcheck)
+APT_GET = ("apt-get", "-o", "DPkg::Lock::Timeout=300")
 
 
 class LabError(Exception):
@@ -188,10 +190,10 @@ def _ensure_debootstrap() -> str:
         return path
     require_root("installing debootstrap")
     _log("debootstrap is missing: installing it with apt-get ...")
-    proc = run(["apt-get", "install", "-y", "-q", "debootstrap"], timeout=300, check=False)
+    proc = run([*APT_GET, "install", "-y", "-q", "debootstrap"], timeout=300, check=False)
     if proc.returncode != 0:
-        run(["apt-get", "update", "-q"], timeout=300, check=False)
-        proc = run(["apt-get", "install", "-y", "-q", "debootstrap"], timeout=300, check=False)
+        run([*APT_GET, "update", "-q"], timeout=300, check=False)
+        proc = run([*APT_GET, "install", "-y", "-q", "debootstrap"], timeout=300, check=False)
     path = find_debootstrap()
     if proc.returncode != 0 or not path:
         raise LabError(f"debootstrap is not installed and `apt-get install debootstrap` failed "

@@ -140,8 +140,8 @@ def test_missing_debootstrap_is_installed_or_named(monkeypatch):
     monkeypatch.setattr(lab_images, "run", fake_run)
     with pytest.raises(lab_images.LabError, match=r"apt-get install debootstrap\) and run again"):
         lab_images._ensure_debootstrap()
-    assert ["apt-get", "install", "-y", "-q", "debootstrap"] in calls
-    assert ["apt-get", "update", "-q"] in calls
+    assert [*lab_images.APT_GET, "install", "-y", "-q", "debootstrap"] in calls
+    assert [*lab_images.APT_GET, "update", "-q"] in calls
 
 
 # ------------------------------------------------------------------ against Docker
