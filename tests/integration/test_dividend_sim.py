@@ -10,9 +10,6 @@ from conftest import make_sim_inventory, run_playbook
 
 from bluefleet.report_dividend import dividend_section, markdown
 
-# the fabric benchmark's async plays fail under Mitogen (docs/MITOGEN.md)
-ANSIBLE_STRATEGY = "linear"
-
 
 def _results(run, task, events=("runner_on_ok",)):
     return {e["event_data"]["host"]: e["event_data"].get("res") or {} for e in run["events"]

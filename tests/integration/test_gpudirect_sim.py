@@ -16,9 +16,6 @@ import subprocess
 import pytest
 from conftest import BIN, make_sim_inventory, run_playbook
 
-# the fabric benchmark's async ib_write_bw server fails under Mitogen (docs/MITOGEN.md)
-ANSIBLE_STRATEGY = "linear"
-
 ROCE = {"priority": 3, "dscp": 26, "cnp_dscp": 48, "tos": 104, "traffic_class": 104, "mtu": 4096, "gid_index": 3,
         "ibdevs": ["mlx5_0", "mlx5_1"], "netdevs": ["ens1f0np0", "ens1f1np1"]}
 TAGS = "--tags gpudirect,nccl"

@@ -7,7 +7,7 @@ import subprocess
 
 from conftest import ROOT, ansible_env, changed_count, make_sim_inventory, run_playbook
 
-# Ansible's default strategy, what a user runs first (conftest ``strategy_env``: the suite runs Mitogen's elsewhere)
+# Ansible's default strategy, what a user runs first, even when BLUEFLEET_TEST_STRATEGY picks Mitogen's
 ANSIBLE_STRATEGY = "linear"
 
 
