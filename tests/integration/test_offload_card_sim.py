@@ -12,7 +12,7 @@ import os
 import subprocess
 
 import yaml
-from conftest import ROOT, changed_count, make_sim_inventory, run_playbook, twin_state
+from conftest import BIN, ROOT, changed_count, make_sim_inventory, run_playbook, twin_state
 
 PLAYBOOK = "playbooks/offload.yml"
 DPUS = ("sim01-dpu", "sim02-dpu")
@@ -96,6 +96,32 @@ def test_bad_input_then_four_runs_restart_the_driver_once_and_only_when_changed(
     check2 = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev", "--check", "--diff")
     assert changed_count(check2) == 0
     assert [restarts(inventory, host) for host in DPUS] == [1, 1], "no restart when nothing changed"
+
+
+def test_failed_driver_restart_names_the_state_left_and_a_rerun_restarts_it(tmp_path, collection_link):
+    """The SSH session drops during `openibd restart` (twin fault connection_drop, exit 255): the run fails naming
+    the host, the step, the state left (file written, driver on the old mode) and the way back; the re-run restarts
+    the driver (issue 16: a play that lowers availability says what it left and how to recover)."""
+    inventory = make_sim_inventory(tmp_path / "inv", nodes=1)
+    host = "sim01-dpu"
+    subprocess.run([str(BIN / "dpusim"), "--root", str(root_of(inventory, host)), "fault", "set", "connection_drop",
+                    "--tool", "openibd"], check=True, capture_output=True, timeout=60)
+    failed = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev", check=False)
+    assert failed["rc"] != 0
+    msgs = [e["event_data"]["res"].get("msg", "") for e in failed["events"]
+            if e.get("event") == "runner_on_failed" and not e["event_data"].get("ignore_errors")]
+    assert msgs, failed["stdout"][-3000:]
+    msg = msgs[-1]
+    for words in (host + ": the mlx5 driver restart failed at 'Restart mlx5 driver'", "closed by remote host",
+                  "IPSEC_FULL_OFFLOAD is written in", "the driver may still run the old mode",
+                  "run the playbook again"):
+        assert words in msg, (words, msg)
+    assert YES in conf(inventory, host) and driver_mode(inventory, host) == {"p0": "none", "p1": "none"}
+    assert restarts(inventory, host) == 0
+
+    again = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev")  # the fault fired once: the session is back
+    assert task_changed(again, "Restart mlx5 driver") == {host}
+    assert driver_mode(inventory, host) == {"p0": "full", "p1": "full"} and restarts(inventory, host) == 1
 
 
 def test_hand_edit_pending_then_legacy_and_back(tmp_path, collection_link):
