@@ -82,7 +82,7 @@ realtools: venv
 
 # One file per worker (--dist loadfile): a file's module fixtures (a sim fleet, the lab) stay on one worker,
 # and its tests keep their order; every sim fleet and lab prefix is the test's own, so files run side by side.
-# Files go longest first (tests/integration/durations.json; `scripts/integration-durations.py tests/output/integration.xml`
+# Files go longest first (tests/integration/durations.json; `python scripts/integration-durations.py tests/output/integration.xml`
 # refreshes it from the JUnit file this writes).
 integration: venv
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/integration --junitxml=tests/output/integration.xml

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Write tests/integration/durations.json (seconds per test file) from a JUnit XML file of an integration run:
 
-    .venv/bin/pytest -n auto --dist loadfile tests/integration --junitxml=/tmp/integration.xml
-    scripts/integration-durations.py /tmp/integration.xml
+    make integration    # writes tests/output/integration.xml
+    .venv/bin/python scripts/integration-durations.py tests/output/integration.xml
 
 The integration conftest orders files longest first from it (only the order: nothing is skipped or timed out)."""
 
@@ -13,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 if len(sys.argv) != 2:
-    sys.exit("usage: scripts/integration-durations.py JUNIT_XML")
+    sys.exit("usage: python scripts/integration-durations.py JUNIT_XML")
 seconds = collections.Counter()
 for case in ET.parse(sys.argv[1]).iter("testcase"):
     seconds[case.get("classname", "").split(".")[-1] + ".py"] += float(case.get("time") or 0)

@@ -199,8 +199,8 @@ def pytest_collection_modifyitems(session, config, items):
     """Order the files longest first, so the two workers of `make integration` finish together instead of one
     running the last long file alone (longest-processing-time-first scheduling: xdist's loadfile hands files out
     in collection order). The weights are the seconds per file of one measured run (durations.json beside this
-    file; refresh it after `make integration` with ``scripts/integration-durations.py tests/output/integration.xml``);
-    a file it does not know goes first, as if it were the slowest. Order within a file is unchanged."""
+    file; after `make integration`, ``python scripts/integration-durations.py tests/output/integration.xml``
+    refreshes it); a file it does not know goes first, as if it were the slowest. Order within a file stays."""
     weights_file = Path(__file__).with_name("durations.json")
     weights = json.loads(weights_file.read_text()) if weights_file.is_file() else {}
     unknown = max(weights.values(), default=0) + 1

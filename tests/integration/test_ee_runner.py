@@ -198,7 +198,7 @@ def test_transmit_worker_in_ee_process_matches_local_run(fleet, ee_image):
                              stderr=subprocess.STDOUT, text=True, env=env) as process:
         transmit.stdout.close()  # the worker holds the pipe now: it sees EOF when transmit ends
         worker.stdout.close()
-        shown, _ = process.communicate(timeout=RUN_TIMEOUT)
+        shown = process.communicate(timeout=RUN_TIMEOUT)[0]
         codes = (transmit.wait(timeout=60), worker.wait(timeout=60), process.returncode)
     assert codes == (0, 0, 0), "transmit | worker | process exited %s:\n%s" % (codes, shown[-6000:])
     run = artifacts(out)

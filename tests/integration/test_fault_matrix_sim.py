@@ -54,12 +54,13 @@ FAULTS = {
     "sim11": (None, ["Write the record", "bluefleet_state_dir=", "make it writable",
                      "host restriction restored as before"]),
     # an SSH session that drops under the reset plan (after the restriction was lifted)
-    "sim12": (["connection_drop", "--tool", "mlxfwreset"], ["Plan the reset", "exit status 255",
-                                                             "sim12-dpu -m ansible.builtin.ping",
-                                                             "host restriction restored as before"]),
+    "sim12": (["connection_drop", "--tool", "mlxfwreset"],
+              ["Plan the reset", "exit status 255", "sim12-dpu -m ansible.builtin.ping",
+               "host restriction restored as before"]),
     # the DPU reboots under the NV configuration plan
-    "sim13": (["host_reboot", "--tool", "mlxconfig"], ["Plan the NV configuration", "exit status 255",
-                                                        "is up and answers", "host restriction restored as before"]),
+    "sim13": (["host_reboot", "--tool", "mlxconfig"],
+              ["Plan the NV configuration", "exit status 255", "is up and answers",
+               "host restriction restored as before"]),
     "sim14": (None, ["Burn the NIC firmware", "Bad CRC", "the card still runs %s and its flash holds %s"
                      % (OLD_FW, OLD_FW), "host restriction restored as before"]),
     "sim15": (None, ["Plan the NIC firmware burn", "PSID", "host restriction restored as before"]),
