@@ -49,9 +49,10 @@ def play(env, inventory, playbook, *extra, ok=True, timeout=1800):
         os.killpg(proc.pid, signal.SIGKILL)  # ansible-playbook, its workers and Mitogen's interpreters
         out, _ = proc.communicate()
         stuck = end_unfinished_async_jobs(env)
-        pytest.fail("%s under Mitogen did not finish within %d s (async jobs left unfinished: %s; a collection "
+        task = out[out.rfind("TASK ["):].partition("\n")[0] if "TASK [" in out else "(no task started)"
+        pytest.fail("%s under Mitogen did not finish within %d s, in %s (async jobs left unfinished: %s; a collection "
                     "module started with async under Mitogen's connection, mitogen-hq/mitogen#835?):\n%s"
-                    % (playbook, timeout, stuck or "none seen", out[-4000:]))
+                    % (playbook, timeout, task, stuck or "none seen", out[-2000:]))
     if not ok:
         assert proc.returncode != 0, "%s under Mitogen did not fail:\n%s" % (playbook, stdout[-6000:])
         return stdout
