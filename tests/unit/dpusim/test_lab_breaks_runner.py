@@ -58,3 +58,35 @@ def test_no_lab_break_is_left_pending():
 def test_every_lab_break_has_an_undo():
     lacking = [check for check, row in lab_breaks.LAB_BREAKS.items() if not row["undo"]]
     assert not lacking, f"lab breaks without an undo (they would leave the lab broken): {lacking}"
+
+
+def _prove_with(monkeypatch, words, message):
+    """prove() of one row whose break makes the suite fail with ``message``; the undo makes it pass."""
+    pair = run_lab_breaks._pair(*INVENTORY)
+    row = {"text": "t", "side": "dpu", "break": [["true"]], "undo": [["true"]],
+           "fails": {"test_x.py::test_y[{peer}]": words}}
+    runs = []
+    monkeypatch.setattr(run_lab_breaks, "_exec", lambda container, argv: runs.append((container, argv)))
+    outcomes = iter(["failed", "passed"])
+
+    def suite(_inventory, _checks, _workdir):
+        outcome = next(outcomes)
+        return {"test_x.py::test_y[node2-dpu]": {"outcome": outcome, "message": message if outcome == "failed" else ""}}
+
+    monkeypatch.setattr(run_lab_breaks, "_suite", suite)
+    problems = run_lab_breaks.prove("test_x.py::test_y", row, pair, "inv.yml", Path("."))
+    assert runs == [("node1-dpu", ["true"]), ("node1-dpu", ["true"])]  # break and undo, on the first pair's DPU
+    return problems
+
+
+def test_a_finding_given_as_alternatives_needs_one_of_them(monkeypatch):
+    message = "node2: ping through node2-dpu failed: 100% packet loss; fix: playbooks/offload.yml"
+    assert _prove_with(monkeypatch, ("100% packet loss", "cleartext"), message) == []
+    problems = _prove_with(monkeypatch, ("cleartext", "only 0 ESP"), message)
+    assert len(problems) == 1 and "does not name what was found ('cleartext' or 'only 0 ESP')" in problems[0]
+
+
+def test_a_message_without_host_or_fix_is_a_problem(monkeypatch):
+    problems = _prove_with(monkeypatch, "packet loss", "ping failed: 100% packet loss")
+    assert any("does not name the host ('node2-dpu')" in p for p in problems)
+    assert any("does not name the fix ('fix')" in p for p in problems)
