@@ -143,12 +143,18 @@ def test_fabric_carries_only_esp(dpu, fleet):
     time.sleep(1)
     dpu.run("pkill -x tcpdump")
     cap = dpu.run(f"cat {pcap}").stdout
+    classes = _capture_classes(cap)
+    # cleartext first: a packet that left unencrypted is the finding even when the traffic then failed (a peer or
+    # the fabric may drop what is not ESP); the route names where it went
+    vtep = str(peers[0].get("vtep", "")).split("/", maxsplit=1)[0]
+    route = dpu.run(f"ip route get {vtep}").stdout.strip() if vtep else ""
+    assert not classes["other"], (f"{dpu.name}: cleartext on the fabric port {uplink} during host traffic: "
+                                  f"{classes['other'][:5]}; route to the peer VTEP: {route or '?'}; fix: the ipsec "
+                                  "stage (traffic selectors = VTEPs) and no route that sends the peer VTEP around "
+                                  "the IPsec tunnel")
     assert ping.rc == 0, (f"{host_name}: ping {target} through {dpu.name} and {peers[0]['name']} failed: "
                           f"{ping.stdout.strip()[-300:]}; fix: playbooks/offload.yml (ipsec, ovs, host overlay)")
     assert tcp.rc == 0, (f"{host_name}: TCP (iperf3) to {target} failed: {(tcp.stderr or tcp.stdout).strip()[-300:]}; "
                          "fix: playbooks/offload.yml (ovs, host overlay MTU)")
-    classes = _capture_classes(cap)
     assert len(classes["esp"]) >= 10, (f"{dpu.name}: only {len(classes['esp'])} ESP packets on {uplink} during the "
                                        f"traffic (expected the ping and TCP inside ESP); capture: {cap[-600:]}")
-    assert not classes["other"], (f"{dpu.name}: cleartext on the fabric port {uplink} during host traffic: "
-                                  f"{classes['other'][:5]}; fix: the ipsec stage (traffic selectors = VTEPs)")
