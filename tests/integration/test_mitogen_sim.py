@@ -47,7 +47,7 @@ def play(env, inventory, playbook, *extra, ok=True, timeout=1800):
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # ansible-playbook, its workers and Mitogen's interpreters
-        out, _ = proc.communicate()
+        out = proc.communicate()[0]
         stuck = end_unfinished_async_jobs(env)
         task = out[out.rfind("TASK ["):].partition("\n")[0] if "TASK [" in out else "(no task started)"
         pytest.fail("%s under Mitogen did not finish within %d s, in %s (async jobs left unfinished: %s; a collection "

@@ -105,8 +105,8 @@ def prove(check: str, row: dict, pair: dict, inventory: str, workdir: Path) -> l
             host = key.rsplit("[", 1)[1].rstrip("]")
             # words: one finding, or a tuple of findings of which the message names one (where the lab's network
             # decides which the check meets first, lab_breaks.py says why)
-            for wants, what in (((host,), "the host"), (words if isinstance(words, tuple) else (words,),
-                                                         "what was found"), (("fix",), "the fix")):
+            findings = words if isinstance(words, tuple) else (words,)
+            for wants, what in (((host,), "the host"), (findings, "what was found"), (("fix",), "the fix")):
                 if not any(want.lower() in message.lower() for want in wants):
                     problems.append(f"{key}: the message does not name {what} ({' or '.join(map(repr, wants))}): "
                                     f"{message[-400:]}")
