@@ -341,7 +341,8 @@ def test_up_with_fewer_pairs_shrinks_the_lab(engine, clean_lab, tmp_path):
     shrink = lab("up", "--pairs", "1", "--prefix", PREFIX, "--inventory", inv)
     assert shrink.returncode == 0, shrink.stdout + shrink.stderr
     res = resources()
-    assert res["containers"] == [PREFIX + "-node1", PREFIX + "-node1-dpu"], res
+    # node2 goes with its BMC; node1 keeps its own
+    assert res["containers"] == [PREFIX + "-node1", PREFIX + "-node1-bmc", PREFIX + "-node1-dpu"], res
     assert res["volumes"] == [PREFIX + "-node1-card"], res
     assert PREFIX + "-node2" not in Path(inv).read_text()
 
