@@ -73,11 +73,15 @@ def need(program):
         if program not in DEBIAN_PROGRAMS:
             pytest.skip("not run: %s is not packaged by Debian (MFT, DOCA, MLNX_OFED or the NVIDIA driver ship it)"
                         % program)
-        message = "not run: %s not installed (scripts/ensure-real-tools.sh)" % program
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        not_run("not run: %s not installed (scripts/ensure-real-tools.sh)" % program)
     return path
+
+
+def not_run(message):
+    """A Debian program or kernel feature that make test installs or needs is missing: not run here, a failure in CI."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 def need_root():
@@ -448,12 +452,9 @@ def charon_pair(tmp_path):
     if daemon is None:
         need("charon")
     if not _libipsec_plugin():
-        message = "not run: strongSwan's kernel-libipsec plugin not installed (libcharon-extra-plugins)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        not_run("not run: strongSwan's kernel-libipsec plugin not installed (libcharon-extra-plugins)")
     if not os.path.exists("/dev/net/tun"):
-        pytest.skip("not run: no /dev/net/tun (kernel-libipsec needs a TUN device)")
+        not_run("not run: no /dev/net/tun (kernel-libipsec needs a TUN device: modprobe tun)")
     tag = uuid.uuid4().hex[:6]
     names = {"a": "bfsa-%s" % tag, "b": "bfsb-%s" % tag}
     procs, out = [], {}

@@ -31,6 +31,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nccl import
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nvidia_smi import parse_nvidia_smi, parse_topo
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_show_gids
 from fleet_roots import card_path, files_path
+from gpu_inventory import declared_gpus
 
 pytestmark = pytest.mark.stage("fabric")
 
@@ -58,7 +59,7 @@ def _threshold(node) -> float:
 
 
 def _gpu_count(node) -> int:
-    if str(node.vars.get("bluefleet_gpus", "")).strip() == "0":
+    if declared_gpus(node) == 0:
         pytest.skip(f"not applicable: {node.name} is declared GPU-less (bluefleet_gpus: 0)")
     res = node.run("nvidia-smi")
     said = (res.stderr.strip() or res.stdout.strip())[-300:]

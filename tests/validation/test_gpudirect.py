@@ -23,6 +23,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lspci impor
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query, split_value
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_show_gids
 from fleet_roots import card_path, files_path
+from gpu_inventory import declared_gpus
 
 pytestmark = pytest.mark.stage("fabric")
 
@@ -30,23 +31,11 @@ FIX_PEERMEM = "fix: gpu_host_peermem / playbooks/fabric.yml --tags gpudirect"
 FIX_NCCL = "fix: nccl_* variables and bluefleet_roce / playbooks/fabric.yml --tags nccl"
 
 
-def _declared_gpus(node) -> int | None:
-    """``bluefleet_gpus`` from the inventory: how many NVIDIA GPUs the host has (0: a GPU-less host of gpu_hosts,
-    e.g. a storage or head node with the card); unset: a host of gpu_hosts has GPUs."""
-    value = node.vars.get("bluefleet_gpus")
-    if value is None or isinstance(value, bool | int):
-        return None if value is None else int(value)
-    text = str(value).strip()
-    if not text.isdigit():
-        raise pytest.UsageError(f"{node.name}: bluefleet_gpus is {value!r}, expected the number of GPUs (0: none)")
-    return int(text)
-
-
 def _require_gpus(node) -> None:
     """GPUDirect checks apply to a GPU host with GPUs. Declared GPU-less (bluefleet_gpus: 0): not applicable.
     Otherwise nvidia-smi must list the GPUs: a driver that does not answer (rc 9 "couldn't communicate with the
     NVIDIA driver") or no GPU found fails the check with the tool's own words, never passes it."""
-    if _declared_gpus(node) == 0:
+    if declared_gpus(node) == 0:
         pytest.skip(f"not applicable: {node.name} is declared GPU-less (bluefleet_gpus: 0)")
     res = node.run("nvidia-smi")
     said = (res.stderr.strip() or res.stdout.strip())[-300:]
