@@ -32,8 +32,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from bluefleet import lab_wiring
 from bluefleet.lab_images import LabError, docker
-from bluefleet.lab_wiring import CARD_MOUNT, LABEL, Pair, Topology, fabric_subnets, inspect_container, subnet_clash
+from bluefleet.lab_wiring import CARD_MOUNT, LABEL, Pair, Topology, inspect_container
 
 BMC_PORT = 443
 BMC_USER = "root"
@@ -70,20 +71,12 @@ def ensure_password(state_dir: Path, prefix: str, changes: list[str]) -> Path:
 
 
 def ensure_mgmt(topo: Topology, changes: list[str]) -> None:
-    have = fabric_subnets(topo.mgmt)
-    if have is not None:
-        if topo.mgmt_subnet not in have:
-            raise LabError(f"network {topo.mgmt} exists with subnet {', '.join(have) or 'none'}, not "
-                           f"{topo.mgmt_subnet}: remove the lab (`bluefleet lab down --prefix {topo.prefix}`) and "
-                           "bring it up again")
-        return
-    clash = subnet_clash(topo.mgmt_network)
-    if clash:
-        raise LabError(f"the management subnet {topo.mgmt_subnet} of lab {topo.prefix} overlaps Docker network "
-                       f"{clash}: remove that network or use another --prefix")
-    docker("network", "create", "--internal", "--subnet", topo.mgmt_subnet, "--gateway", topo.mgmt_gateway,
-           "--label", f"{LABEL}={topo.prefix}", topo.mgmt, timeout=60)
-    changes.append(f"network {topo.mgmt} created ({topo.mgmt_subnet}, the BMCs' management network)")
+    lab_wiring.ensure_internal_network(
+        topo, topo.mgmt, topo.mgmt_subnet, topo.mgmt_gateway, changes,
+        other_subnet_fix=f"remove the lab (`bluefleet lab down --prefix {topo.prefix}`) and bring it up again",
+        clash_message=f"the management subnet {topo.mgmt_subnet} of lab {topo.prefix} overlaps Docker network "
+                      "{clash}: remove that network or use another --prefix",
+        created=", the BMCs' management network")
 
 
 def _command(topo: Topology, pair: Pair) -> str:

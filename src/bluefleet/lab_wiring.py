@@ -477,21 +477,33 @@ def subnet_clash(net: ipaddress.IPv4Network) -> str | None:
     return None
 
 
-def ensure_fabric(topo: Topology, changes: list[str]) -> None:
-    have = fabric_subnets(topo.fabric)
+def ensure_internal_network(topo: Topology, name: str, subnet: str, gateway: str, changes: list[str], *,
+                            other_subnet_fix: str, clash_message: str, created: str) -> None:
+    """The lab's internal Docker network ``name`` on ``subnet``: kept when it exists with that subnet, refused
+    (``other_subnet_fix`` says what to do) when it exists with another, refused (``clash_message``, ``{clash}``
+    the other network) when another Docker network overlaps it, else created."""
+    have = fabric_subnets(name)
     if have is not None:
-        if topo.fabric_subnet not in have:
-            raise LabError(f"network {topo.fabric} exists with subnet {', '.join(have) or 'none'}, not "
-                           f"{topo.fabric_subnet}: remove the lab (`bluefleet lab down --prefix {topo.prefix}`) "
-                           "or give its subnet with --fabric-subnet")
+        if subnet not in have:
+            raise LabError(f"network {name} exists with subnet {', '.join(have) or 'none'}, not {subnet}: "
+                           + other_subnet_fix)
         return
-    clash = subnet_clash(topo.fabric_network)
+    clash = subnet_clash(ipaddress.ip_network(subnet))
     if clash:
-        raise LabError(f"--fabric-subnet {topo.fabric_subnet} overlaps Docker network {clash}: "
-                       "pick a free one, e.g. --fabric-subnet 192.168.61.0/24")
-    docker("network", "create", "--internal", "--subnet", topo.fabric_subnet, "--gateway", topo.fabric_gateway,
-           "--label", f"{LABEL}={topo.prefix}", topo.fabric, timeout=60)
-    changes.append(f"network {topo.fabric} created ({topo.fabric_subnet})")
+        raise LabError(clash_message.format(clash=clash))
+    docker("network", "create", "--internal", "--subnet", subnet, "--gateway", gateway,
+           "--label", f"{LABEL}={topo.prefix}", name, timeout=60)
+    changes.append(f"network {name} created ({subnet}{created})")
+
+
+def ensure_fabric(topo: Topology, changes: list[str]) -> None:
+    ensure_internal_network(
+        topo, topo.fabric, topo.fabric_subnet, topo.fabric_gateway, changes,
+        other_subnet_fix=f"remove the lab (`bluefleet lab down --prefix {topo.prefix}`) or give its subnet with "
+                         "--fabric-subnet",
+        clash_message=f"--fabric-subnet {topo.fabric_subnet} overlaps Docker network {{clash}}: pick a free one, "
+                      "e.g. --fabric-subnet 192.168.61.0/24",
+        created="")
 
 
 def ensure_volume(topo: Topology, pair: Pair, changes: list[str]) -> None:
