@@ -55,23 +55,15 @@ def write_file(path, content, mode=0o644, makedirs=False, dir_mode=0o755):
     folder = os.path.dirname(os.path.abspath(path))
     if makedirs:
         os.makedirs(folder, mode=dir_mode, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".%s.bluefleet-" % os.path.basename(path), dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+
+    def finish(tmp):
         if st is None:
             os.chmod(tmp, mode)
         else:
             os.chmod(tmp, stat.S_IMODE(st.st_mode))
             _keep_owner(tmp, st)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(folder)
+
+    _replace(path, folder, lambda handle: handle.write(data), finish)
     return True
 
 
@@ -80,17 +72,26 @@ def write_concatenation(path, sources, mode=0o600):
 
     Always writes (no comparison with the old content); ``mode`` applies to the new file.
     """
-    folder = os.path.dirname(os.path.abspath(path))
+
+    def fill(handle):
+        for source in sources:
+            with open(source, "rb") as part:
+                for block in iter(lambda: part.read(1 << 20), b""):
+                    handle.write(block)
+
+    _replace(path, os.path.dirname(os.path.abspath(path)), fill, lambda tmp: os.chmod(tmp, mode))
+
+
+def _replace(path, folder, fill, finish):
+    """Write a temporary file in ``folder`` with ``fill(handle)``, flush and fsync it, ``finish(tmp_path)`` (mode,
+    owner), rename it over ``path`` and fsync the folder; on any error the temporary file is removed."""
     fd, tmp = tempfile.mkstemp(prefix=".%s.bluefleet-" % os.path.basename(path), dir=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
-            for source in sources:
-                with open(source, "rb") as part:
-                    for block in iter(lambda: part.read(1 << 20), b""):
-                        handle.write(block)
+            fill(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        finish(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.lexists(tmp):
