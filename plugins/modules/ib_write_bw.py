@@ -59,6 +59,14 @@ options:
   use_cuda:
     description: Index of the GPU whose memory holds the buffers (C(--use_cuda=N)); omit for host memory.
     type: int
+  connect_wait:
+    description:
+      - On the client, seconds to keep trying while no server listens yet (the tool's C(Couldn't connect to)).
+      - ib_write_bw's client tries the server once; a server started in the background (C(async), C(poll=0)) needs
+        a moment before it listens, so the client is run again once a second until this many seconds have passed.
+      - C(0) tries once.
+    type: int
+    default: 30
   min_bw_gbps:
     description: Fail when the average bandwidth (Gb/s) is below this.
     type: float
@@ -142,6 +150,8 @@ msg:
   type: str
 """
 
+import time
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._perftest import parse_ib_write_bw
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_ibdev2netdev
@@ -158,6 +168,7 @@ KEYS = ("bw_avg_gbps", "bw_peak_gbps", "msg_rate_mpps", "msg_size", "iterations"
         "num_qps", "gpu_direct", "gpu_name", "device", "link_type", "complete")
 MR_HINT = ("; the GPU buffer could not be registered for RDMA (Couldn't allocate MR): load nvidia_peermem and check "
            "/sys/kernel/mm/memory_peers/nv_mem/version (bluefleet.dpu.peermem, playbooks/fabric.yml --tags gpudirect)")
+NO_SERVER = "Couldn't connect to"
 SLOW_HINT = ("check that the RoCE priority is lossless (trust dscp, PFC on the priority of the DSCP: "
              "playbooks/fabric.yml --tags roce), the MTU on both ends, the GPU-NIC affinity with use_cuda, and the "
              "link speed")
@@ -176,7 +187,8 @@ def argv_for(params):
 
 def check_params(params):
     for key, low, high in (("tos", 0, 255), ("gid_index", 0, 255), ("ib_port", 1, 255), ("tcp_port", 1, 65535),
-                           ("size", 1, 1 << 30), ("qps", 1, 16384), ("duration", 1, 86400)):
+                           ("size", 1, 1 << 30), ("qps", 1, 16384), ("duration", 1, 86400),
+                           ("connect_wait", 0, 3600)):
         if not low <= params[key] <= high:
             raise ToolError("measure RDMA write bandwidth failed: %s must be %d..%d, got %d"
                             % (key, low, high, params[key]))
@@ -194,11 +206,20 @@ def run_bw(runner, params):
                         % (params["device"], ", ".join(devices) or "none"))
     role = "client" if params["server"] else "server"
     what = "measure RDMA write bandwidth on %s (%s) with ib_write_bw" % (params["device"], role)
-    result = runner.run(argv_for(params))
+    deadline = time.monotonic() + params["connect_wait"]
+    while True:
+        result = runner.run(argv_for(params))
+        if not (params["server"] and NO_SERVER in result.stderr and time.monotonic() < deadline):
+            break
+        time.sleep(1)  # the server's background job has not reached its listen() yet
     reason = error_reason(result)
     if reason:
         text = result.stdout + result.stderr
         hint = MR_HINT if "allocate MR" in text and params["use_cuda"] is not None else ""
+        if params["server"] and NO_SERVER in result.stderr:
+            hint = ("; no ib_write_bw server listened on %s TCP port %d within connect_wait %d s: start the server "
+                    "side first (same tcp_port; the firewall lets the port through) and give it time"
+                    % (params["server"], params["tcp_port"], params["connect_wait"]))
         raise ToolError("%s failed: %s%s" % (what, reason, hint), result)
     report = parse_output(parse_ib_write_bw, result, what)
     if not report["complete"]:
@@ -225,6 +246,7 @@ def argument_spec():
         "qps": {"type": "int", "default": 4},
         "duration": {"type": "int", "default": 10},
         "use_cuda": {"type": "int"},
+        "connect_wait": {"type": "int", "default": 30},
         "min_bw_gbps": {"type": "float"},
         "timeout": timeout_spec(300),
     }

@@ -154,8 +154,10 @@ def test_bfb_upgrade_under_mitogen(tmp_path, mitogen_env, collection_link):
 def test_fabric_benchmark_under_mitogen(tmp_path, mitogen_env, collection_link):
     """ib_write_bw's server runs in the background (async, poll 0) and the DPU-path receiver of the offload dividend
     too: under Mitogen both finish (Mitogen's own async runner hangs on a collection module, mitogen-hq/mitogen#835,
-    so the playbook runs them over Ansible's connection plugin). When the server fails, its host says so, and the
-    partner's later play says why it measured nothing instead of a raw template error."""
+    so the playbook runs them over Ansible's connection plugin), and the client does not race its server (it tries
+    again while the background server is not listening yet). When the server fails, its host says so and the client
+    says it found no server; when the client alone fails, the server's host says why its later play measured
+    nothing instead of a raw template error."""
     inventory = make_sim_inventory(tmp_path / "inventory", nodes=2)
     args = ("--tags", "perftest,dividend", "-e", "fabric_benchmark_duration=1", "-e", "fabric_benchmark_use_cuda=false",
             "-e", "fabric_benchmark_min_bw_gbps=100")
@@ -165,10 +167,20 @@ def test_fabric_benchmark_under_mitogen(tmp_path, mitogen_env, collection_link):
     assert "ok: [sim01]" in waited, waited  # the server's background job finished and was collected
     assert "sim02: not measurable on a twin" in out  # the receiver's background job was collected
     env = dict(mitogen_env, DPUSIM_PERFTEST_WAIT="0")  # the twin's server gives up before the client comes
-    failed = play(env, inventory, "playbooks/fabric_benchmark.yml", "-e", "fabric_benchmark_tcp_port=24132", *args,
-                  ok=False)
+    failed = play(env, inventory, "playbooks/fabric_benchmark.yml", "-e", "fabric_benchmark_tcp_port=24132",
+                  "-e", "fabric_benchmark_connect_wait=10", *args, ok=False)
     failed = " ".join(failed.split())  # the callback wraps long messages
     assert "sim01: the ib_write_bw server failed: measure RDMA write bandwidth on mlx5_0 (server)" in failed
     assert "no client on port 24132" in failed
-    assert "sim02: offload dividend not measured: the partner sim01 failed earlier in this run" in failed
+    # the client found no server listening (it had ended): it tried for connect_wait and said so
+    assert "no ib_write_bw server listened on" in failed and "TCP port 24132 within connect_wait 10 s" in failed
+    assert "the ib_write_bw server's report is not collected" not in failed  # the server's own error is the cause
     assert "Error while evaluating conditional" not in failed and "HostVarsVars" not in failed
+    # the client alone fails (too slow): the server's host goes on; its later play names the partner that failed
+    slow = play(mitogen_env, inventory, "playbooks/fabric_benchmark.yml", "-e", "fabric_benchmark_tcp_port=24133",
+                *args, "-e", "fabric_benchmark_min_bw_gbps=1000", ok=False)
+    slow = " ".join(slow.split())
+    assert "is below min_bw_gbps 1000" in slow
+    assert "sim01: the ib_write_bw server failed" not in slow and "did not finish within" not in slow
+    assert "sim01: offload dividend not measured: the partner sim02 failed earlier in this run" in slow
+    assert "Error while evaluating conditional" not in slow and "HostVarsVars" not in slow

@@ -28,8 +28,12 @@ Model (not a capture), so results follow the node's state:
   perftest's MR error lines (as a real ``ib_read_bw`` run printed them, public issue report raids-lab/crater #339:
   ``Couldn't allocate MR`` / ``failed to create mr`` / ``Failed to create MR`` / `` Couldn't create IB resources``).
 - A server (no SERVER argument) prints its banner, then waits (at most ``DPUSIM_PERFTEST_WAIT`` s, default 300) for a
-  client of the same TCP port on this machine (rendezvous files under ``$TMPDIR/dpusim-perftest``) and prints the
-  client's numbers; a client does not need a server (no network between twin nodes).
+  client of the same TCP port on this machine (rendezvous files under ``$TMPDIR/dpusim-perftest``: ``PORT.wait``
+  holds the listening server's pid) and prints the client's numbers.
+- A client needs a listening server, as the real one does: perftest's ``ethernet_client_connect`` tries the
+  address once, with no retry, so a client started before its server (or after it ended) stops with rc 1 and
+  ``Couldn't connect to ADDR:PORT`` (``CONNECT_ERROR``, src/perftest_communication.c and src/write_bw.c; the
+  message ran on without a newline before commit 5b7407d, first released in 24.01, hence the ``2024`` layout's form).
 """
 
 from __future__ import annotations
@@ -58,6 +62,13 @@ LOSS_EVERY = 1000
 IB_MTUS = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 DEFAULT_PORT = 18515
 GPU_BUFFER = 2097152
+# establish_connection's failure on the client (rdma_cm QPs, TCP exchange): by perftest layout
+CONNECT_ERROR = {
+    "2024": "Couldn't connect to %s:%d\nUnable to open file descriptor for socket connection Unable to init the socket "
+            "connection\n",
+    "2025": "Couldn't connect to %s:%d\nUnable to open file descriptor for socket connection\n Unable to init the "
+            "socket connection\n",
+}
 MR_ERROR = "Couldn't allocate MR\nfailed to create mr\nFailed to create MR\n Couldn't create IB resources\n"
 USAGE = ("dpusim: ib_write_bw: the twin answers -d DEV [-i PORT] -x GID -R -T TOS [-s SIZE] [-q QPS] "
          "[-D SEC|-n ITERS] [-m MTU] [-F] [--report_gbits] [-p PORT] [--source_ip IP] [--use_cuda[=N]] "
@@ -241,9 +252,24 @@ def _count(opts: dict, bw_gbps: float, mtu: int, lossless: bool) -> None:
 
 def _rendezvous(port: int, what: str = "json") -> Path:
     """``PORT.wait`` (a server listens), ``PORT.json`` (the client's numbers for it)."""
-    d = Path(tempfile.gettempdir()) / "dpusim-perftest"
+    d = Path(os.environ.get("TMPDIR") or tempfile.gettempdir()) / "dpusim-perftest"
     d.mkdir(parents=True, exist_ok=True)
     return d / ("%d.%s" % (port, what))
+
+
+def _listening(port: int) -> bool:
+    """A server waits on PORT: its ``PORT.wait`` names a live process (a killed server's file is no listener)."""
+    try:
+        pid = int(_rendezvous(port, "wait").read_text() or "0")
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid > 0
 
 
 def _qps(seed: int, count: int, gid: str) -> list[tuple[int, int, str]]:
@@ -285,6 +311,9 @@ def body(argv: list[str], prog: str) -> int:
         r["cuda"] = {"devices": [x["bus_id"][9:14] for x in gpus], "index": opts["cuda"], "pid": os.getpid(),
                      "name": g["name"], "address": 0x7F0000000000 + (os.getpid() << 21)}
     emit(render_head(r))
+    if not server and not _listening(opts["port"]):
+        raise ToolExit(CONNECT_ERROR["2024" if layout == "2024" else "2025"] % (opts["server_addr"], opts["port"]),
+                       rc=1, stream="stderr")
     if server:
         rv = _rendezvous(opts["port"])
         rv.unlink(missing_ok=True)
@@ -314,7 +343,7 @@ def body(argv: list[str], prog: str) -> int:
         row = (size, iters, 0.0 if opts["duration"] else bw, bw, bw * 1e9 / (size * 8) / 1e6)
         remote_gid = _peer_gid(opts["server_addr"], gid)
         _count(opts, bw, mtu, lossless)
-        if _rendezvous(opts["port"], "wait").exists():
+        if _listening(opts["port"]):
             tmp = _rendezvous(opts["port"], "tmp")
             tmp.write_text(json.dumps({"row": row, "gid": gid}))
             tmp.replace(_rendezvous(opts["port"]))

@@ -122,6 +122,17 @@ CLIENT = ["-d", "mlx5_0", "-x", "1", "-R", "-T", "104", "-s", "65536", "-q", "4"
           "-F", "192.168.1.2"]
 
 
+@pytest.fixture(autouse=True)
+def a_server_listens(tmp_path, monkeypatch):
+    """The clients of these tests reach a listening server: a ``PORT.wait`` naming a live process (this one) in a
+    rendezvous folder of the test's own; the test that needs no server removes it."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    wait = tmp_path / "dpusim-perftest" / ("%d.wait" % perftest.DEFAULT_PORT)
+    wait.parent.mkdir()
+    wait.write_text(str(os.getpid()))
+    return wait
+
+
 def _avg(out: str) -> float:
     row = [line for line in out.splitlines() if ROW_RE.match(line)][0]
     return float(row.split()[3])
@@ -174,6 +185,27 @@ def test_unknown_device_and_form(twin):
     assert rc == 1 and "the twin answers" in err
     rc, _out, err = t.run("ib_write_bw", *[("7" if a == "1" else a) for a in CLIENT])
     assert rc == 1 and "GID index 7 of mlx5_0 port 1 is empty" in err
+
+
+@pytest.mark.parametrize("layout, after", [
+    ("2024", "Unable to open file descriptor for socket connection Unable to init the socket connection\n"),
+    ("2025", "Unable to open file descriptor for socket connection\n Unable to init the socket connection\n"),
+])
+def test_client_without_a_server_is_refused(twin, a_server_listens, monkeypatch, layout, after):
+    """perftest's client connects once (ethernet_client_connect): no server on the port (none started, or one that
+    ended and left its file behind) is rc 1 with its messages, as the real one prints them for the release."""
+    monkeypatch.setenv("DPUSIM_PERFTEST_LAYOUT", layout)
+    t = twin("bluefield3")
+    a_server_listens.unlink()
+    rc, out, err = t.run("ib_write_bw", *CLIENT)
+    assert rc == 1 and "local address" not in out
+    assert err == "Couldn't connect to 192.168.1.2:18515\n" + after
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    a_server_listens.write_text(dead)  # the server was killed: its file names no process
+    assert t.run("ib_write_bw", *CLIENT)[0] == 1
+    a_server_listens.write_text(str(os.getpid()))
+    assert t.run("ib_write_bw", *CLIENT)[0] == 0
 
 
 def test_server_reports_the_clients_numbers(twin, tmp_path):

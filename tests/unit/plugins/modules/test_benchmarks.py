@@ -79,10 +79,56 @@ def test_gpu_buffer_without_peermem(run_module):
     assert failed and "Couldn't allocate MR" in res["msg"] and "load nvidia_peermem" in res["msg"]
 
 
+NO_SERVER = ("Couldn't connect to 10.0.0.1:18515\nUnable to open file descriptor for socket connection\n"
+             " Unable to init the socket connection\n")
+
+
+class _SequenceRunner(FakeRunner):
+    """The client's argv answers from ``sequence`` in turn (the server starts listening after a while)."""
+
+    def __init__(self, answers, argv, sequence):
+        super().__init__(answers)
+        self.argv, self.sequence = tuple(argv), list(sequence)
+
+    def run(self, argv, timeout=None):
+        if tuple(argv) == self.argv:
+            self.answers[self.argv] = self.sequence.pop(0) if len(self.sequence) > 1 else self.sequence[0]
+        return super().run(argv, timeout)
+
+
+def test_client_tries_again_until_the_server_listens(run_module, monkeypatch):
+    """ib_write_bw's client connects once (perftest ethernet_client_connect): a server started in the background is
+    not listening yet for a moment, so the module runs the client again once a second within connect_wait."""
+    sleeps = []
+    monkeypatch.setattr(ib_write_bw.time, "sleep", sleeps.append)
+    argv = ARGV + ["10.0.0.1"]
+    runner = _SequenceRunner(_runner({}).answers, argv, [(1, "", NO_SERVER), (1, "", NO_SERVER), (0, CLIENT, "")])
+    failed, res = run_module(ib_write_bw, dict(BASE, server="10.0.0.1"), runner)
+    assert not failed, res
+    assert runner.cmd.count(argv) == 3 and sleeps == [1, 1]
+    assert res["result"]["bw_avg_gbps"] == 181.46
+
+
+def test_client_without_a_server_fails_naming_the_port(run_module, monkeypatch):
+    clock = iter(range(0, 1000, 10))
+    monkeypatch.setattr(ib_write_bw.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(ib_write_bw.time, "sleep", lambda _s: None)
+    argv = ARGV + ["10.0.0.1"]
+    runner = _runner({tuple(argv): (1, "", NO_SERVER)})
+    failed, res = run_module(ib_write_bw, dict(BASE, server="10.0.0.1", connect_wait=30), runner)
+    assert failed and 2 <= runner.cmd.count(argv) <= 4
+    assert "Unable to init the socket connection" in res["msg"]
+    assert "no ib_write_bw server listened on 10.0.0.1 TCP port 18515 within connect_wait 30 s" in res["msg"]
+    runner = _runner({tuple(argv): (1, "", NO_SERVER)})
+    failed, res = run_module(ib_write_bw, dict(BASE, server="10.0.0.1", connect_wait=0), runner)
+    assert failed and runner.cmd.count(argv) == 1
+
+
 @pytest.mark.parametrize("args, message", [
     (dict(BASE, tos=256), "tos must be 0..255, got 256"),
     (dict(BASE, min_bw_gbps=10), "min_bw_gbps is checked on the client"),
     (dict(BASE, qps=0), "qps must be 1..16384"),
+    (dict(BASE, server="10.0.0.1", connect_wait=-1), "connect_wait must be 0..3600, got -1"),
 ])
 def test_bad_parameters(run_module, args, message):
     runner = _runner({})
