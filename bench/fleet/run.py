@@ -41,6 +41,8 @@ from pathlib import Path
 
 import yaml
 
+from bluefleet import strategy as bluefleet_strategy
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -92,16 +94,11 @@ def parse_args(argv=None):
 
 
 def strategy_env(strategy):
-    """Environment that selects ``strategy``; Mitogen's strategies need its plugin folder."""
-    env = {"ANSIBLE_STRATEGY": strategy}
-    if strategy.startswith("mitogen"):
-        try:
-            import ansible_mitogen
-        except ImportError as exc:
-            raise SystemExit("--strategy %s: Mitogen is not installed (pip install mitogen, see docs/MITOGEN.md)"
-                             % strategy) from exc
-        env["ANSIBLE_STRATEGY_PLUGINS"] = str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")
-    return env
+    """Environment that selects ``strategy`` (bluefleet.strategy); a strategy that cannot run here stops the bench."""
+    try:
+        return bluefleet_strategy.strategy_env(strategy)
+    except bluefleet_strategy.StrategyError as exc:
+        raise SystemExit("--strategy: %s" % exc) from exc
 
 
 def write_fleet(work, nodes):

@@ -8,6 +8,7 @@ is set so that it is T seconds. Ideal makespan: ceil(N/B) x T (with a canary: (1
 
 Prints a small table and writes JSON (``--json``). Usage:
     .venv/bin/python bench/rolling_upgrade/run.py --nodes 100 --batch 10 --flash-seconds 30
+    .venv/bin/python bench/rolling_upgrade/run.py --nodes 100 --batch 10 --flash-seconds 165 --strategy mitogen_linear
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bluefleet import strategy as bluefleet_strategy
 from dpusim import clock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,12 +42,18 @@ def parse_args(argv=None):
     parser.add_argument("--flash-seconds", type=float, default=30.0,
                         help="T: seconds the twin takes for one node's burn + reset (default 30)")
     parser.add_argument("--canary", action="store_true", help="one node first, then batches of B")
+    parser.add_argument("--strategy", default="linear",
+                        help="linear, free, mitogen_linear or mitogen_free (Mitogen must be installed)")
     parser.add_argument("--forks", type=int, default=0, help="ansible forks (default: B)")
     parser.add_argument("--json", type=Path, help="write the result here (default: print only)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary fleet directory")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.batch < 1 or args.flash_seconds <= 0:
         parser.error("--nodes and --batch must be >= 1 and --flash-seconds > 0")
+    try:
+        args.strategy_env = bluefleet_strategy.strategy_env(args.strategy)
+    except bluefleet_strategy.StrategyError as exc:
+        parser.error("--strategy: %s" % exc)
     return args
 
 
@@ -74,6 +82,7 @@ def run_bench(args):
                PATH="%s%s%s" % (BIN, os.pathsep, os.environ.get("PATH", "")))
     env.pop("BLUEFLEET_SIM_NODES", None)
     env.pop("BLUEFLEET_SIM_STATE", None)
+    env.update(args.strategy_env)
     # parse the inventory once first: the plugin creates the twin roots then, outside the measurement
     subprocess.run([str(BIN / "ansible-inventory"), "-i", str(inventory), "--list"], env=env, check=True,
                    capture_output=True, timeout=600)
@@ -104,6 +113,7 @@ def run_bench(args):
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "loadavg_before": load_before,
                     "loadavg_after": load_after},
         "nodes": args.nodes, "batch": args.batch, "canary": args.canary, "forks": args.forks or args.batch,
+        "strategy": args.strategy,
         "flash_seconds": args.flash_seconds, "time_scale": scale, "batches": batches,
         "ideal_seconds": round(ideal, 3), "makespan_seconds": round(makespan, 3),
         "ratio": round(makespan / ideal, 3),
@@ -122,6 +132,7 @@ def run_bench(args):
 
 def table(result):
     rows = [("nodes N", result["nodes"]), ("batch B", result["batch"]), ("canary", result["canary"]),
+            ("strategy", result["strategy"]),
             ("flash time T (s)", result["flash_seconds"]), ("batches", result["batches"]),
             ("ideal ceil(N/B) x T (s)", result["ideal_seconds"]), ("makespan (s)", result["makespan_seconds"]),
             ("makespan / ideal", result["ratio"]),

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bluefleet import strategy as bluefleet_strategy
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -64,22 +66,10 @@ def strategy_env(strategy: str) -> dict[str, str]:
     what a user runs first, or ``mitogen_linear``: each host's modules in one persistent interpreter, about 40% less
     controller CPU, docs/MITOGEN.md). A file that needs Ansible's default whatever the choice (the lab's
     community.docker connection, site.yml's reference converge) says ``ANSIBLE_STRATEGY = "linear"``."""
-    strategy = strategy or "linear"
-    if strategy == "linear":
-        return {"ANSIBLE_STRATEGY": "linear"}
-    plugins = _mitogen_strategies()
-    if not plugins:
-        raise AssertionError("BLUEFLEET_TEST_STRATEGY=%s needs mitogen (the dev extra pins it): run `make venv`"
-                             % strategy)
-    return {"ANSIBLE_STRATEGY": strategy, "ANSIBLE_STRATEGY_PLUGINS": plugins}
-
-
-def _mitogen_strategies() -> str:
     try:
-        import ansible_mitogen
-    except ImportError:
-        return ""
-    return str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")
+        return bluefleet_strategy.strategy_env(strategy or "linear")
+    except bluefleet_strategy.StrategyError as exc:
+        raise AssertionError("BLUEFLEET_TEST_STRATEGY=%s: %s" % (strategy, exc)) from None
 
 
 def run_playbook(playbook: str, inventory: Path, *extra: str, check: bool = True) -> dict:

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import BIN, ROOT, ansible_env, make_sim_inventory, twin_state
 
+from bluefleet import strategy as bluefleet_strategy
+
 NEW_FW = "32.43.1014"
 NEW_RELEASE = "bf-bundle-2.9.2-31_25.02_ubuntu-22.04_prod"
 PASSWORD_HASH = "$1$3B0RIrfX$TlHry93NFUJzg3Nya00rE1"  # bf.cfg ubuntu_PASSWORD (as test_upgrade_sim)
@@ -27,15 +29,12 @@ THIRD_PARTY_STRATEGY = "strategy plugins not included in ansible.builtin"
 
 @pytest.fixture(scope="module")
 def mitogen_env():
-    try:
-        import ansible_mitogen
-    except ImportError:
+    if not bluefleet_strategy.mitogen_strategy_dir():
         if os.environ.get("CI") == "true":
             pytest.fail("mitogen is not installed (the dev extra pins it): run `make venv`")
         pytest.skip("not run: mitogen is not installed (the dev extra pins it; `make venv` installs it)")
     env = ansible_env()
-    env["ANSIBLE_STRATEGY"] = "mitogen_linear"
-    env["ANSIBLE_STRATEGY_PLUGINS"] = str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")
+    env.update(bluefleet_strategy.strategy_env("mitogen_linear"))
     return env
 
 
