@@ -62,6 +62,24 @@ def ideal_seconds(nodes, batch, flash, canary):
     return batches, batches * flash
 
 
+def host_names(nodes):
+    width = max(2, len(str(nodes)))  # the sim inventory's host names: sim01 .. sim100 as sim001 ..
+    return [name for i in range(1, nodes + 1) for name in ("sim%0*d" % (width, i), "sim%0*d-dpu" % (width, i))]
+
+
+def separate_interpreters(inventory, nodes):
+    """Mitogen keeps one interpreter per connection target, and a local connection's target is its Python alone
+    (ansible_mitogen/connection.py ``_connect_local``: the key is ``python_path``): every host of the sim fleet would
+    share one interpreter and run its tasks one host after another (seen: a batch's burns one at a time). Each
+    real host has an interpreter of its own; here each sim host gets a path of its own to the same Python."""
+    python = Path(sys.executable)
+    folder = inventory.parent / "host_vars"
+    folder.mkdir(exist_ok=True)
+    for index, name in enumerate(host_names(nodes)):
+        path = "%s/%s%s" % (python.parent, "./" * (index + 1), python.name)  # the same file, another string
+        (folder / ("%s.yml" % name)).write_text("ansible_python_interpreter: %s\n" % path)
+
+
 def run_bench(args):
     work = Path(tempfile.mkdtemp(prefix="bench-rolling-"))
     inventory = work / "inventory" / "fleet.sim.yml"
@@ -77,6 +95,8 @@ def run_bench(args):
     extra = {"firmware_nic_image": str(image), "firmware_nic_version": NEW_FW, "upgrade_serial": serial,
              "bluefleet_state_dir": str(work / "records")}
     (work / "extra.json").write_text(json.dumps(extra))
+    if args.strategy.startswith("mitogen"):
+        separate_interpreters(inventory, args.nodes)
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), DPUSIM_TIME_SCALE="%.9f" % scale,
                ANSIBLE_FORKS=str(args.forks or args.batch), ANSIBLE_FORCE_COLOR="0",
                PATH="%s%s%s" % (BIN, os.pathsep, os.environ.get("PATH", "")))

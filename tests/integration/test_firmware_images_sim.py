@@ -61,6 +61,8 @@ BFB_PLAY = """\
       environment: "{{ hostvars[bluefleet_host].bluefleet_environment }}"
       async: 300
       poll: 1
+      vars:
+        ansible_connection: ansible.builtin.local  # as docs/MITOGEN.md says: async under Mitogen (mitogen#835)
 """ % DEV
 
 
