@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import ROOT, ansible_env
 
@@ -26,3 +27,20 @@ def test_bench_runs_at_four_nodes(tmp_path):
     assert "makespan / ideal" in proc.stdout
     # CPU of the run (ansible and its children): positive, and per node is a quarter of it (both rounded)
     assert result["cpu_seconds"] > 0 and abs(result["cpu_seconds_per_node"] * 4 - result["cpu_seconds"]) < 0.06
+
+
+def test_under_mitogen_each_sim_host_gets_an_interpreter_of_its_own(tmp_path):
+    """Mitogen keys a local connection's interpreter by its Python path alone: the bench gives every sim host its own
+    path to the same Python, or the hosts of a batch would run their tasks one after another."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rolling_run", ROOT / "bench" / "rolling_upgrade" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    inventory = tmp_path / "inventory" / "fleet.sim.yml"
+    inventory.parent.mkdir()
+    run.separate_interpreters(inventory, 3)
+    paths = {f.stem: f.read_text().split(": ", 1)[1].strip() for f in (inventory.parent / "host_vars").glob("*.yml")}
+    assert sorted(paths) == ["sim01", "sim01-dpu", "sim02", "sim02-dpu", "sim03", "sim03-dpu"]
+    assert len(set(paths.values())) == 6
+    assert {str(Path(p).resolve()) for p in paths.values()} == {str(Path(sys.executable).resolve())}
