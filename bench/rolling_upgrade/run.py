@@ -120,9 +120,8 @@ def run_bench(args):
     cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
     (work / "ansible.log").write_text(proc.stdout + proc.stderr)
     upgraded = 0
-    width = max(2, len(str(args.nodes)))  # the sim inventory's host names: sim01 .. sim100 as sim001 ..
-    for index in range(1, args.nodes + 1):
-        root = work / "inventory" / "state" / ("sim%0*d-dpu" % (width, index))
+    for name in host_names(args.nodes)[1::2]:  # the DPUs
+        root = work / "inventory" / "state" / name
         state = subprocess.run([str(BIN / "dpusim"), "--root", str(root), "state"], capture_output=True, text=True,
                                check=True, timeout=60)
         running = json.loads(state.stdout)["cards"][0]["firmware"]["running"]["version"]

@@ -15,3 +15,9 @@ def declared_gpus(node) -> int | None:
     if not text.isdigit():
         raise pytest.UsageError(f"{node.name}: bluefleet_gpus is {value!r}, expected the number of GPUs (0: none)")
     return int(text)
+
+
+def skip_if_declared_gpu_less(node) -> None:
+    """A host of gpu_hosts declared GPU-less (``bluefleet_gpus: 0``): a GPU check does not apply to it."""
+    if declared_gpus(node) == 0:
+        pytest.skip(f"not applicable: {node.name} is declared GPU-less (bluefleet_gpus: 0)")

@@ -31,7 +31,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nccl import
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nvidia_smi import parse_nvidia_smi, parse_topo
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_show_gids
 from fleet_roots import card_path, files_path
-from gpu_inventory import declared_gpus
+from gpu_inventory import skip_if_declared_gpu_less
 
 pytestmark = pytest.mark.stage("fabric")
 
@@ -59,8 +59,7 @@ def _threshold(node) -> float:
 
 
 def _gpu_count(node) -> int:
-    if declared_gpus(node) == 0:
-        pytest.skip(f"not applicable: {node.name} is declared GPU-less (bluefleet_gpus: 0)")
+    skip_if_declared_gpu_less(node)
     res = node.run("nvidia-smi")
     said = (res.stderr.strip() or res.stdout.strip())[-300:]
     assert res.rc == 0, (f"{node.name}: `nvidia-smi` failed (rc={res.rc}): {said}; the all-reduce needs the GPUs; "

@@ -23,7 +23,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lspci impor
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query, split_value
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_show_gids
 from fleet_roots import card_path, files_path
-from gpu_inventory import declared_gpus
+from gpu_inventory import skip_if_declared_gpu_less
 
 pytestmark = pytest.mark.stage("fabric")
 
@@ -35,8 +35,7 @@ def _require_gpus(node) -> None:
     """GPUDirect checks apply to a GPU host with GPUs. Declared GPU-less (bluefleet_gpus: 0): not applicable.
     Otherwise nvidia-smi must list the GPUs: a driver that does not answer (rc 9 "couldn't communicate with the
     NVIDIA driver") or no GPU found fails the check with the tool's own words, never passes it."""
-    if declared_gpus(node) == 0:
-        pytest.skip(f"not applicable: {node.name} is declared GPU-less (bluefleet_gpus: 0)")
+    skip_if_declared_gpu_less(node)
     res = node.run("nvidia-smi")
     said = (res.stderr.strip() or res.stdout.strip())[-300:]
     assert res.rc == 0 and "No devices were found" not in res.stdout + res.stderr, (

@@ -260,16 +260,15 @@ def _rendezvous(port: int, what: str = "json") -> Path:
 def _listening(port: int) -> bool:
     """A server waits on PORT: its ``PORT.wait`` names a live process (a killed server's file is no listener)."""
     try:
-        pid = int(_rendezvous(port, "wait").read_text() or "0")
-    except (OSError, ValueError):
-        return False
-    try:
+        pid = int(_rendezvous(port, "wait").read_text())
+        if pid <= 0:
+            return False
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:
-        return True
-    return pid > 0
+        return True  # alive, another user's
+    except (OSError, ValueError):  # no file, no number, no such process
+        return False
+    return True
 
 
 def _qps(seed: int, count: int, gid: str) -> list[tuple[int, int, str]]:
