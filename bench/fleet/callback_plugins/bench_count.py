@@ -26,7 +26,8 @@ description:
 
 # Actions that run in the controller process only (no module is sent to the target).
 _CONTROLLER_SHORT = ("set_fact", "assert", "debug", "fail", "meta", "add_host", "group_by", "include_tasks",
-                     "import_tasks", "include_role", "import_role", "include_vars", "set_stats", "pause")
+                     "import_tasks", "include_role", "import_role", "include_vars", "set_stats", "pause",
+                     "validate_argument_spec")
 CONTROLLER_ONLY = frozenset(_CONTROLLER_SHORT) | frozenset("ansible.builtin." + name for name in _CONTROLLER_SHORT)
 
 
@@ -68,6 +69,7 @@ class CallbackModule(CallbackBase):
             else:
                 runs = 1
         self._write({"event": "result", "status": status, "host": result._host.get_name(), "action": action,
+                     "task": task.get_name(),
                      "runs": runs, "changed": bool(result._result.get("changed"))})
 
     def v2_runner_on_ok(self, result):
