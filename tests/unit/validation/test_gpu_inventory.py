@@ -36,7 +36,8 @@ def test_a_value_that_is_not_a_count_names_host_and_value(value):
 
 @pytest.mark.parametrize("value", [0, "0"])
 def test_declared_gpu_less_is_not_applicable_with_the_reason(value):
-    with pytest.raises(pytest.skip.Exception, match=r"^not applicable: gpu07 is declared GPU-less \(bluefleet_gpus: 0\)$"):
+    said = r"^not applicable: gpu07 is declared GPU-less \(bluefleet_gpus: 0\)$"
+    with pytest.raises(pytest.skip.Exception, match=said):
         skip_if_declared_gpu_less(node(bluefleet_gpus=value))
 
 
