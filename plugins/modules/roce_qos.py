@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: roce_qos
-short_description: Lossless RoCE settings of one mlx5 netdev (trust, PFC, ETS, ECN, RoCE mode, ToS, MTU)
+short_description: Lossless RoCE settings of mlx5 netdevs (trust, PFC, ETS, ECN, RoCE mode, ToS, MTU)
 version_added: 0.1.0
 description:
   - Reads the QoS of one netdev with C(mlnx_qos -i NETDEV), the RDMA-CM defaults of its RDMA device port with
@@ -16,15 +16,25 @@ description:
     DSCP, MTU - and reads everything again.
   - Every option is checked first (priority range, the data DSCP equal to the CNP DSCP, an MTU above O(max_mtu),
     a netdev that does not exist); a bad one fails the task before anything is changed.
+  - With O(netdevs), the same settings go to every netdev in one run - C(ibdev2netdev) runs once, every netdev is
+    read before any is changed (a netdev that does not exist, has no RDMA device port or no ECN sysfs fails the
+    task with nothing changed), then each netdev that differs is set and read back.
   - These settings are runtime only - a reboot loses them (C(persistent) is always false); the
     C(bluefleet.dpu.roce_qos) role installs a boot-time unit that applies them again.
 author:
   - bluefleet developers (!UNKNOWN)
 options:
   netdev:
-    description: The netdev (C(ens1f0np0) on a host, C(p0) on a BlueField Arm).
+    description: The netdev (C(ens1f0np0) on a host, C(p0) on a BlueField Arm). Give this or O(netdevs).
     type: str
-    required: true
+  netdevs:
+    description:
+      - Several netdevs that get the same settings, in one run (the RoCE ports of a node). Give this or O(netdev).
+      - The result then holds one entry per netdev in RV(netdevs), and RV(qos), RV(before) and the diff are keyed
+        by netdev.
+    type: list
+    elements: str
+    version_added: 0.2.0
   trust:
     description: Priority trust state (C(mlnx_qos --trust)).
     type: str
@@ -79,10 +89,10 @@ options:
     description: Default ToS of RDMA-CM on the port (C(cma_roce_tos -t)); DSCP times 4.
     type: int
   ibdev:
-    description: The RDMA device of O(netdev). Empty - looked up with C(ibdev2netdev).
+    description: The RDMA device of O(netdev). Empty - looked up with C(ibdev2netdev). Not with O(netdevs).
     type: str
   port:
-    description: Port of O(ibdev).
+    description: Port of O(ibdev) (with O(netdevs), the RDMA device port of every netdev).
     type: int
     default: 1
   mtu:
@@ -122,6 +132,18 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: The same on both RoCE ports of a host, in one run (both are read before either is changed)
+  bluefleet.dpu.roce_qos:
+    netdevs: [ens1f0np0, ens1f1np1]
+    trust: dscp
+    pfc: [3]
+    ecn: [3]
+    data_dscp: 26
+    cnp_dscp: 48
+    roce_mode: v2
+    tos: 104
+    mtu: 9000
+
 - name: Lossless RoCE on priority 3, DSCP 26, CNP DSCP 48
   bluefleet.dpu.roce_qos:
     netdev: p0
@@ -144,7 +166,7 @@ RETURN = r"""
 before:
   description:
     - The state before the module ran (the same as RV(qos) when nothing changed); RV(previous) is its older
-      name.
+      name. With O(netdevs), netdev to its state.
   returned: success
   type: dict
 check_mode_prediction:
@@ -160,27 +182,35 @@ changed:
   type: bool
 netdev:
   description: The netdev.
-  returned: always
+  returned: when O(netdev) is given
   type: str
 ibdev:
   description: Its RDMA device (null when it has none and none was needed).
-  returned: always
+  returned: when O(netdev) is given
   type: str
   sample: mlx5_0
+netdevs:
+  description: One entry per netdev of O(netdevs), in order - C(netdev), C(ibdev), C(port), C(changed),
+    C(changes), C(qos) and C(before), each as the single-netdev result has it.
+  returned: when O(netdevs) is given
+  type: list
+  elements: dict
+  version_added: 0.2.0
 port:
   description: The RDMA device port.
   returned: always
   type: int
 qos:
-  description: The managed settings after the run (in check mode, as predicted), keys as the options.
+  description: The managed settings after the run (in check mode, as predicted), keys as the options. With
+    O(netdevs), netdev to its settings.
   returned: always
   type: dict
 previous:
-  description: The managed settings before the run.
+  description: The managed settings before the run (with O(netdevs), netdev to its settings).
   returned: always
   type: dict
 changes:
-  description: The settings that differed, in apply order.
+  description: The settings that differed, in apply order; with O(netdevs), C(NETDEV.SETTING) for each.
   returned: always
   type: list
   elements: str
@@ -194,8 +224,8 @@ reset_required:
   type: str
   sample: none
 diff:
-  description: The managed settings before and after.
-  returned: always
+  description: The managed settings before and after (with O(netdevs), keyed by netdev).
+  returned: when diff mode is on
   type: dict
 cmd:
   description: Every command run, as argv lists, in order.
@@ -272,16 +302,21 @@ def check_netdev(params):
                         % (params["netdev"], params["netdev"], net_dir(params), ", ".join(known) or "(none)"))
 
 
-def find_ibdev(runner, params):
+def list_links(runner, netdevs):
+    what = "look up the RDMA device of %s with ibdev2netdev" % ", ".join(netdevs)
+    return parse_output(parse_ibdev2netdev, run_tool(runner, ["ibdev2netdev"], what), what)["links"]
+
+
+def find_ibdev(params, links):
+    """The RDMA device of the netdev's port in ``links`` (ibdev2netdev, read once for every netdev)."""
     if params["ibdev"]:
         return params["ibdev"]
-    what = "look up the RDMA device of %s with ibdev2netdev" % params["netdev"]
-    links = parse_output(parse_ibdev2netdev, run_tool(runner, ["ibdev2netdev"], what), what)["links"]
     for link in links:
         if link["netdev"] == params["netdev"] and link["port"] == params["port"]:
             return link["ibdev"]
-    raise ToolError("%s failed: ibdev2netdev lists no RDMA device port %d for it; give ibdev, or leave roce_mode "
-                    "and tos unset for a netdev without RDMA" % (what, params["port"]))
+    raise ToolError("look up the RDMA device of %s with ibdev2netdev failed: ibdev2netdev lists no RDMA device "
+                    "port %d for it; give ibdev, or leave roce_mode and tos unset for a netdev without RDMA"
+                    % (params["netdev"], params["port"]))
 
 
 def tc_settings(data):
@@ -405,46 +440,90 @@ def settings_of(params):
             "tc_bw": params["tc_bw"], "roce_mode": params["roce_mode"], "tos": params["tos"], "mtu": params["mtu"]}
 
 
-def run_roce_qos(runner, params, check_mode):
-    label = "configure RoCE QoS of %s" % params["netdev"]
-    problems = validate(settings_of(params), max_mtu=params["max_mtu"])
+def netdevs_of(params):
+    """The netdevs to configure (O(netdev), or O(netdevs) without repeats), in order."""
+    if params["netdevs"]:
+        return list(dict.fromkeys(params["netdevs"]))
+    return [params["netdev"]] if params["netdev"] else []
+
+
+def check_input(params, names):
+    """Every problem of the options (the same settings go to every netdev); ToolError before any command."""
+    label = "configure RoCE QoS of %s" % (", ".join(names) or "no netdev")
+    problems = [] if names else ["give netdev (one netdev) or netdevs (a list of them)"]
+    if params["netdevs"] and params["ibdev"]:
+        problems.append("ibdev names the RDMA device of one netdev; with netdevs leave it out (ibdev2netdev finds "
+                        "the device of each) or configure that netdev alone with netdev")
+    problems += validate(settings_of(params), max_mtu=params["max_mtu"])
     for entry in params["dscp2prio"] or []:
         problems += validate({"dscp": entry["dscp"], "dscp_priority": entry["priority"]})
     if params["port"] < 1:
         problems.append("port %d is not a port number (1 or more)" % params["port"])
     if problems:
         raise ToolError("%s failed: %s; nothing was changed" % (label, "; ".join(problems)))
-    check_netdev(params)
-    ibdev = find_ibdev(runner, params) if any(params[k] is not None for k in CMA_KEYS) else params["ibdev"]
+
+
+def plan_netdev(runner, params, links):
+    """Read one netdev: (ibdev, want, before, changes). Reads only."""
+    ibdev = find_ibdev(params, links) if any(params[k] is not None for k in CMA_KEYS) else params["ibdev"]
     want = desired_state(params)
     before = read_state(runner, params, ibdev)
     changes = [key for key in KEYS if key in want and before.get(key) != want[key]]
-    after = dict(before, **want) if check_mode and changes else before  # check mode: the predicted state
-    if changes and not check_mode:
-        apply_changes(runner, params, ibdev, changes, want)
-        after = read_state(runner, params, ibdev)
-        wrong = [key for key in KEYS if key in want and after.get(key) != want[key]]
-        if wrong:
-            raise ToolError("%s failed: read back after the change, %s" % (label, "; ".join(
-                "%s is %r, expected %r" % (key, after.get(key), want[key]) for key in wrong)))
-    return {
-        "changed": bool(changes),
-        "netdev": params["netdev"],
-        "ibdev": ibdev,
-        "port": params["port"],
-        "qos": after,
-        "before": before,
-        "previous": before,
-        "changes": changes,
-        "persistent": False,
-        "reset_required": "none",
-        "diff": make_diff(before, dict(before, **want) if changes else before),
-    }
+    return ibdev, want, before, changes
+
+
+def apply_netdev(runner, params, ibdev, want, changes):
+    """Apply the changes of one netdev and read it back; the state after. ToolError when a value did not stick."""
+    apply_changes(runner, params, ibdev, changes, want)
+    after = read_state(runner, params, ibdev)
+    wrong = [key for key in KEYS if key in want and after.get(key) != want[key]]
+    if wrong:
+        raise ToolError("configure RoCE QoS of %s failed: read back after the change, %s" % (
+            params["netdev"], "; ".join("%s is %r, expected %r" % (key, after.get(key), want[key]) for key in wrong)))
+    return after
+
+
+def run_roce_qos(runner, params, check_mode):
+    """Check the options and every netdev, read every netdev, then (not in check mode) apply and read back.
+
+    Nothing is written before every netdev has been read: a netdev that does not exist, has no RDMA device
+    port or no ECN sysfs fails the task with no netdev changed.
+    """
+    names = netdevs_of(params)
+    check_input(params, names)
+    per = [dict(params, netdev=name) for name in names]
+    for one in per:
+        check_netdev(one)
+    needs_links = not params["ibdev"] and any(params[k] is not None for k in CMA_KEYS)
+    links = list_links(runner, names) if needs_links else []
+    plans = [(one,) + plan_netdev(runner, one, links) for one in per]
+    results = []
+    for one, ibdev, want, before, changes in plans:
+        after = dict(before, **want) if check_mode and changes else before  # check mode: the predicted state
+        if changes and not check_mode:
+            after = apply_netdev(runner, one, ibdev, want, changes)
+        results.append({"netdev": one["netdev"], "ibdev": ibdev, "port": params["port"], "changed": bool(changes),
+                        "changes": changes, "qos": after, "before": before,
+                        "wanted": dict(before, **want) if changes else before})
+    common = {"changed": any(r["changed"] for r in results), "port": params["port"], "persistent": False,
+              "reset_required": "none"}
+    if not params["netdevs"]:
+        [one] = results
+        return dict(common, netdev=one["netdev"], ibdev=one["ibdev"], qos=one["qos"], before=one["before"],
+                    previous=one["before"], changes=one["changes"], diff=make_diff(one["before"], one["wanted"]))
+    before = {r["netdev"]: r["before"] for r in results}
+    return dict(common,
+                netdevs=[{key: r[key] for key in ("netdev", "ibdev", "port", "changed", "changes", "qos", "before")}
+                         for r in results],
+                qos={r["netdev"]: r["qos"] for r in results}, before=before, previous=before,
+                changes=["%s.%s" % (r["netdev"], key) for r in results for key in r["changes"]],
+                diff=make_diff(before, {r["netdev"]: r["wanted"] for r in results}))
 
 
 def argument_spec():
     return {
-        "netdev": {"type": "str", "required": True},
+        "netdev": {"type": "str"},
+        "netdevs": {"type": "list", "elements": "str"},
         "trust": {"type": "str", "choices": ["pcp", "dscp"]},
         "pfc": {"type": "list", "elements": "int"},
         "dscp2prio": {"type": "list", "elements": "dict", "options": {
@@ -469,7 +548,8 @@ def argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
+                           mutually_exclusive=[("netdev", "netdevs")], required_one_of=[("netdev", "netdevs")])
     run_module(module, "configure RoCE QoS", ToolRunner,
                lambda runner: run_roce_qos(runner, module.params, module.check_mode), predicts=True)
 

@@ -54,6 +54,20 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(fleet, extra, words):
     assert twin_snapshot(fleet, HOSTS) == before, "a bad value must stop the run before anything changes"
 
 
+def test_preflight_tag_alone_checks_every_netdev_and_changes_nothing(fleet):
+    """--tags preflight: the role's check-mode pass runs (the apply task does not), so bad input still fails, and
+    good input changes nothing."""
+    before = twin_snapshot(fleet, HOSTS)
+    bad = run_playbook(PLAYBOOK, fleet, "--tags=preflight", "-e", "bluefleet_roce_mtu=12000", check=False)
+    assert bad["rc"] != 0
+    msgs = failed_msgs(bad)
+    assert len(msgs) == 2 and all("mtu 12000 is above what the port supports (max 9978)" in m for m in msgs), msgs
+    good = run_playbook(PLAYBOOK, fleet, "--tags=preflight")
+    assert good["rc"] == 0 and not (good["stats"].get("changed") or {}), good["stdout"][-2000:]
+    assert "Check every setting on every netdev" in good["stdout"]
+    assert twin_snapshot(fleet, HOSTS) == before
+
+
 def run_suite(inventory, tmp_path):
     report = tmp_path / "suite.xml"
     proc = subprocess.run(

@@ -65,17 +65,30 @@ def _conf(path):
     return dict(line.split("=", 1) for line in lines)
 
 
+def _nccl_files_changed(run):
+    """Host -> the paths the NCCL files task wrote (or, in check mode, would write)."""
+    return {e["event_data"]["host"]: e["event_data"]["res"]["changed_paths"] for e in run["events"]
+            if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == NCCL_FILES_TASK}
+
+
+NCCL_FILES_TASK = "Write the NCCL configuration file and the shell profile that exports the settings"
+
+
 def test_four_runs_reboot_and_persistence(fleet):
     inventory, extra, state = fleet
     first = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra, "--check", "--diff")
-    # peermem, ACS, the directories, nccl.conf and nccl.sh would change on each host
-    assert _changed(first) == {"sim01": 5, "sim02": 5}, first["stdout"][-3000:]
+    # peermem, ACS and the one task that writes nccl.conf and nccl.sh (and their directories) would change on each
+    # host
+    assert _changed(first) == {"sim01": 3, "sim02": 3}, first["stdout"][-3000:]
+    both = ["/etc/nccl.conf", "/etc/profile.d/nccl.sh"]
+    assert _nccl_files_changed(first) == {"sim01": both, "sim02": both}
     for host in HOSTS:
         assert not any(_files(state, host).values()), "check mode touched %s: %s" % (host, _files(state, host))
         assert set(_acs_words(state, host).values()) == {"001d"}, "check mode changed ACS on %s" % host
 
     apply = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
-    assert _changed(apply) == {"sim01": 5, "sim02": 5}, apply["stdout"][-3000:]
+    assert _changed(apply) == {"sim01": 3, "sim02": 3}, apply["stdout"][-3000:]
+    assert _nccl_files_changed(apply) == {"sim01": both, "sim02": both}
     for host in HOSTS:
         assert all(_files(state, host).values()), "%s after apply: %s" % (host, _files(state, host))
         assert _conf(state / host / "etc/nccl.conf") == EXPECTED_CONF
@@ -88,6 +101,7 @@ def test_four_runs_reboot_and_persistence(fleet):
 
     again = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
     assert _changed(again) == {}, again["stdout"][-3000:]
+    assert _nccl_files_changed(again) == {"sim01": [], "sim02": []}
     last = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra, "--check", "--diff")
     assert _changed(last) == {}, last["stdout"][-3000:]
 

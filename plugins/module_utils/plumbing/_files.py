@@ -12,6 +12,8 @@
   one after the other, streamed (for images too large to hold in memory, a BFB with its bf.cfg appended).
 - ``write_attribute(path, text)``: write a kernel attribute (``/sys/...``) in place. Such files cannot be
   renamed over; the kernel takes the value from one ``write()``.
+- ``write_link(path, target)``: atomically make ``path`` a symbolic link to ``target`` (a new link under a
+  temporary name, renamed over ``path``). Returns True when it changed, False when ``path`` already is that link.
 
 Check mode is the caller's business: a module in check mode does not call the writers.
 OSError propagates; the module turns it into its own ``"write <what> failed: ..."`` message.
@@ -104,6 +106,35 @@ def write_attribute(path, text):
     """Write ``text`` to a kernel attribute file in place (one write, no temporary file)."""
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
+
+
+def write_link(path, target):
+    """Atomically make ``path`` a symbolic link to ``target``; True when it changed.
+
+    A link, file or anything but a directory at ``path`` is replaced (IsADirectoryError for a directory).
+    """
+    if os.path.islink(path) and os.readlink(path) == target:
+        return False
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise IsADirectoryError(errno.EISDIR, "a directory, not a link", path)
+    folder = os.path.dirname(os.path.abspath(path))
+    for attempt in range(100):
+        tmp = os.path.join(folder, ".%s.bluefleet-link-%d-%d" % (os.path.basename(path), os.getpid(), attempt))
+        try:
+            os.symlink(target, tmp)
+        except FileExistsError:
+            continue
+        break
+    else:
+        raise FileExistsError(errno.EEXIST, "no free temporary name for the link", path)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(folder)
+    return True
 
 
 def _keep_owner(tmp, st):

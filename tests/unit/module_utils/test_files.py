@@ -116,3 +116,22 @@ def test_write_attribute_writes_in_place(tmp_path):
     write_attribute(str(path), "9000\n")
     assert path.read_text() == "9000\n"
     assert os.stat(path).st_ino == inode
+
+
+def test_write_link_makes_replaces_and_leaves_alone(tmp_path):
+    link = tmp_path / "x.service"
+    assert _files.write_link(str(link), "../x.service") is True
+    assert os.readlink(link) == "../x.service"
+    assert _files.write_link(str(link), "../x.service") is False
+    assert _files.write_link(str(link), "/other") is True and os.readlink(link) == "/other"
+    link.unlink()
+    link.write_text("a file\n")
+    assert _files.write_link(str(link), "../x.service") is True and os.readlink(link) == "../x.service"
+    assert sorted(os.listdir(tmp_path)) == ["x.service"], "no temporary link left"
+
+
+def test_write_link_refuses_a_directory(tmp_path):
+    (tmp_path / "d").mkdir()
+    with pytest.raises(IsADirectoryError):
+        _files.write_link(str(tmp_path / "d"), "../x")
+    assert sorted(os.listdir(tmp_path)) == ["d"]

@@ -27,7 +27,7 @@ MODULES = sorted(p.stem for p in MODULES_DIR.glob("*.py") if p.stem != "__init__
 # document it, so the list only shrinks.
 NO_TOOL_VERSION_YET = {"ipsec_child", "nccl_allreduce", "netdev", "rdma_info", "rdma_link_info", "roce_qos"}
 # Modules that run no tool at all (they read and write files): no cmd / tool_version to report.
-RUNS_NO_TOOL = {"ipsec_offload"}
+RUNS_NO_TOOL = {"ipsec_offload", "files"}
 # Option names whose spec must come from plumbing/_argspec.py, and how to rebuild the expected spec
 # from the module's own default.
 SHARED = {

@@ -193,3 +193,105 @@ def test_netdev_without_rdma_device_fails_when_roce_mode_is_asked(run_module, tm
     runner = Ordered([(["ibdev2netdev"], 0, IBDEV2NETDEV, "")])
     failed, result = run_module(roce_qos, {"netdev": "eth0", "roce_mode": "v2", "sysfs_root": str(tmp_path)}, runner)
     assert failed and "ibdev2netdev lists no RDMA device port 1" in result["msg"]
+
+
+# ---------------------------------------------------------------- netdevs: every netdev of a node in one run
+QOS1 = ["mlnx_qos", "-i", "p1"]
+MODE1 = ["cma_roce_mode", "-d", "mlx5_1", "-p", "1"]
+TOS1 = ["cma_roce_tos", "-d", "mlx5_1", "-p", "1"]
+APPLY1 = [((QOS1 if argv[:3] == QOS else MODE1 if argv[:5] == MODE else TOS1) + argv[len(QOS if argv[:3] == QOS
+          else MODE):], rc, out, err) for argv, rc, out, err in APPLY]
+TWO = dict(ARGS, netdevs=["p0", "p1"])
+del TWO["netdev"]
+
+
+def test_netdevs_reads_every_netdev_before_changing_any(run_module, tmp_path):
+    """ibdev2netdev once; p0 and p1 read; then p1 (the only one that differs) applied and read back."""
+    make_sysfs(tmp_path, mtu=9000, ecn=(3,))
+    d1 = make_sysfs(tmp_path, netdev="p1")
+    steps = ([(["ibdev2netdev"], 0, IBDEV2NETDEV, "")] + READ_AFTER
+             + [(QOS1, 0, PCP, ""), (MODE1, 0, "IB/RoCE v1\n", ""), (TOS1, 0, "0\n", "")]
+             + APPLY1 + [(QOS1, 0, AFTER, ""), (MODE1, 0, "RoCE v2\n", ""), (TOS1, 0, "104\n", "")])
+    runner = Ordered(steps)
+    failed, result = run_module(roce_qos, dict(TWO, sysfs_root=str(tmp_path)), runner)
+    assert not failed, result
+    assert runner.steps == [], "commands not run: %r" % runner.steps
+    assert result["changed"] is True and "netdev" not in result
+    [p0, p1] = result["netdevs"]
+    assert (p0["netdev"], p0["ibdev"], p0["changed"], p0["changes"]) == ("p0", "mlx5_0", False, [])
+    assert (p1["netdev"], p1["ibdev"], p1["changed"]) == ("p1", "mlx5_1", True)
+    assert p1["changes"] == [k for k in roce_qos.KEYS if k != "cnp_dscp"]
+    assert result["changes"] == ["p1.%s" % k for k in p1["changes"]]
+    assert result["qos"]["p1"]["trust"] == "dscp" and result["before"]["p1"]["trust"] == "pcp"
+    assert result["diff"]["before"]["p1"]["mtu"] == 1500 and result["diff"]["after"]["p1"]["mtu"] == 9000
+    assert result["diff"]["before"]["p0"] == result["diff"]["after"]["p0"]
+    assert sysfs_state(d1)["mtu"] == "9000\n"
+
+
+def test_netdevs_with_nothing_to_do_reads_only(run_module, tmp_path):
+    dirs = [make_sysfs(tmp_path, netdev=n, mtu=9000, ecn=(3,)) for n in ("p0", "p1")]
+    before = [sysfs_state(d) for d in dirs]
+    steps = ([(["ibdev2netdev"], 0, IBDEV2NETDEV, "")] + READ_AFTER
+             + [(QOS1, 0, AFTER, ""), (MODE1, 0, "RoCE v2\n", ""), (TOS1, 0, "104\n", "")])
+    runner = Ordered(steps)
+    failed, result = run_module(roce_qos, dict(TWO, sysfs_root=str(tmp_path)), runner)
+    assert not failed and result["changed"] is False and result["changes"] == [] and runner.steps == []
+    assert [sysfs_state(d) for d in dirs] == before
+
+
+def test_netdevs_check_mode_predicts_and_changes_nothing(run_module, tmp_path):
+    dirs = [make_sysfs(tmp_path, netdev=n) for n in ("p0", "p1")]
+    before = [sysfs_state(d) for d in dirs]
+    steps = READ_BEFORE + [(QOS1, 0, PCP, ""), (MODE1, 0, "IB/RoCE v1\n", ""), (TOS1, 0, "0\n", "")]
+    runner = Ordered(steps)
+    failed, result = run_module(roce_qos, dict(TWO, sysfs_root=str(tmp_path)), runner, check_mode=True)
+    assert not failed, result
+    assert result["changed"] is True and result["check_mode_prediction"] is True and runner.steps == []
+    assert [sysfs_state(d) for d in dirs] == before
+    assert {n: q["trust"] for n, q in result["qos"].items()} == {"p0": "dscp", "p1": "dscp"}
+    assert {n: q["trust"] for n, q in result["before"].items()} == {"p0": "pcp", "p1": "pcp"}
+
+
+def test_netdevs_one_without_ecn_sysfs_fails_before_any_netdev_changes(run_module, tmp_path):
+    """p0 could take the settings, p1 cannot (no ECN sysfs): the task fails after reading, nothing applied."""
+    d0 = make_sysfs(tmp_path)
+    d1 = make_sysfs(tmp_path, netdev="p1", with_ecn=False)
+    before = [sysfs_state(d0), sysfs_state(d1)]
+    steps = READ_BEFORE + [(QOS1, 0, PCP, ""), (MODE1, 0, "IB/RoCE v1\n", ""), (TOS1, 0, "0\n", "")]
+    runner = Ordered(steps)
+    failed, result = run_module(roce_qos, dict(TWO, sysfs_root=str(tmp_path)), runner)
+    assert failed and "read ECN of p1 failed" in result["msg"], result["msg"]
+    assert not any("--trust" in argv for argv in runner.cmd), runner.cmd
+    assert [sysfs_state(d0), sysfs_state(d1)] == before
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"netdevs": ["p0", "p7"]}, "netdev p7 does not exist"),
+    ({"pfc": [9]}, "pfc priority 9 is out of range: use 0..7"),
+    ({"ibdev": "mlx5_0"}, "with netdevs leave it out"),
+    ({"netdevs": []}, "give netdev (one netdev) or netdevs (a list of them)"),
+])
+def test_netdevs_bad_input_fails_before_any_command_or_write(run_module, tmp_path, change, words):
+    dirs = [make_sysfs(tmp_path, netdev=n) for n in ("p0", "p1")]
+    before = [sysfs_state(d) for d in dirs]
+    runner = Ordered([])
+    failed, result = run_module(roce_qos, dict(TWO, sysfs_root=str(tmp_path), **change), runner)
+    assert failed and words in result["msg"], result["msg"]
+    assert runner.cmd == [] and [sysfs_state(d) for d in dirs] == before
+    assert result["msg"].startswith("configure RoCE QoS of ")
+
+
+def test_netdev_and_netdevs_together_are_refused(run_module, tmp_path):
+    make_sysfs(tmp_path)
+    failed, result = run_module(roce_qos, dict(ARGS, netdevs=["p0"], sysfs_root=str(tmp_path)), Ordered([]))
+    assert failed and "mutually exclusive: netdev|netdevs" in result["msg"], result["msg"]
+
+
+def test_netdevs_a_netdev_without_rdma_port_fails_before_any_change(run_module, tmp_path):
+    make_sysfs(tmp_path)
+    make_sysfs(tmp_path, netdev="eth0")
+    runner = Ordered([(["ibdev2netdev"], 0, IBDEV2NETDEV, ""), (QOS, 0, PCP, ""), (MODE, 0, "IB/RoCE v1\n", ""),
+                      (TOS, 0, "0\n", "")])
+    failed, result = run_module(roce_qos, dict(TWO, netdevs=["p0", "eth0"], sysfs_root=str(tmp_path)), runner)
+    assert failed and "eth0 with ibdev2netdev failed: ibdev2netdev lists no RDMA device port 1" in result["msg"]
+    assert runner.steps == [] and not any("--trust" in argv for argv in runner.cmd)
