@@ -417,6 +417,20 @@ def write_plan(root, svc):
             write_atomic(under(root, path), content)
 
 
+def wait_failed(params, waiting, pending, pods):
+    """The ToolError of a wait that ran out: what is not done (each with its pod), and what is."""
+    hint = "see `crictl ps -a` and the kubelet's log on the DPU"
+    doing = dict((svc["name"], "run" if svc["present"] else "stop") for svc in waiting)
+    if len(waiting) == 1:
+        name = waiting[0]["name"]
+        return ToolError("wait for the kubelet to %s %s failed: not done after %d s (pod: %r); %s"
+                         % (doing[name], name, params["wait_timeout"], pods[name], hint), pod=pods[name])
+    late = ", ".join("%s %s (pod: %r)" % (doing[svc["name"]], svc["name"], pods[svc["name"]]) for svc in pending)
+    done = ", ".join(svc["name"] for svc in waiting if svc not in pending) or "none"
+    return ToolError("wait for the kubelet failed: not done after %d s: %s (done: %s); %s"
+                     % (params["wait_timeout"], late, done, hint), pods=pods)
+
+
 def wait_for(runner, params, waiting):
     """Poll the kubelet until every service of ``waiting`` runs its new manifest (or is gone); one deadline for
     all of them, since the kubelet starts them side by side."""
@@ -426,19 +440,7 @@ def wait_for(runner, params, waiting):
     pending = [svc for svc in waiting if not ready(pods[svc["name"]], svc["digest"], svc["present"])]
     while pending:
         if time.monotonic() >= deadline:
-            what = ", ".join("%s %s (pod: %r)" % ("run" if svc["present"] else "stop", svc["name"],
-                                                 pods[svc["name"]]) for svc in pending)
-            if len(waiting) == 1:
-                svc = pending[0]
-                raise ToolError("wait for the kubelet to %s %s failed: not done after %d s (pod: %r); see "
-                                "`crictl ps -a` and the kubelet's log on the DPU"
-                                % ("run" if svc["present"] else "stop", svc["name"], params["wait_timeout"],
-                                   pods[svc["name"]]), pod=pods[svc["name"]])
-            done = [svc["name"] for svc in waiting if svc not in pending]
-            raise ToolError("wait for the kubelet failed: not done after %d s: %s (done: %s); see `crictl ps -a` "
-                            "and the kubelet's log on the DPU" % (params["wait_timeout"], what,
-                                                                  ", ".join(done) or "none"),
-                            pods=pods)
+            raise wait_failed(params, waiting, pending, pods)
         time.sleep(POLL_SECONDS)
         for svc in pending:
             pods[svc["name"]] = read_pod(runner, svc["name"], svc["entry"]["pod"], allow_missing=False)
