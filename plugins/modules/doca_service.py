@@ -19,13 +19,62 @@ description:
     nothing writes nothing and restarts nothing.
   - Bad input (an unknown service, an image that is not pinned, a manifest that does not parse or is not a Pod)
     fails before any file is written.
+  - O(services) handles several services in one run - every service is checked first (all the bad ones named in
+    one failure, nothing written), then the changed ones are written (each one's configuration files, then its
+    manifest) and the kubelet is waited for, all of them within one O(wait_timeout). RV(services) has one result
+    per service.
 author:
   - bluefleet developers (!UNKNOWN)
 options:
   name:
-    description: The service - C(telemetry) (DOCA Telemetry Service), C(hbn), C(firefly) (PTP) or C(snap).
+    description:
+      - The service - C(telemetry) (DOCA Telemetry Service), C(hbn), C(firefly) (PTP) or C(snap).
+      - Exactly one of O(name) and O(services) is required.
     type: str
-    required: true
+  services:
+    description:
+      - Several services instead of O(name), each with its own options (those of the single service - O(state),
+        O(version), O(image), O(manifest), O(config_files), O(config_dir), O(env), O(args)); O(manifest_dir),
+        O(fs_root), O(wait), O(wait_timeout) and O(timeout) apply to all of them.
+      - Every service is checked before any is written; a service named twice, or two services writing one file,
+        fail the same way.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The service - C(telemetry), C(hbn), C(firefly) or C(snap).
+        type: str
+        required: true
+      state:
+        description: C(present) deploys or updates it, C(absent) removes it (see O(state)).
+        type: str
+        choices: [present, absent]
+        default: present
+      version:
+        description: Image tag on the service's catalogue repository (see O(version)).
+        type: str
+      image:
+        description: Whole image reference instead of O(services[].version).
+        type: str
+      manifest:
+        description: A whole Pod manifest instead of the catalogue's (see O(manifest)).
+        type: str
+      config_files:
+        description: Configuration files of the service, file name to content.
+        type: dict
+        default: {}
+      config_dir:
+        description: Folder for O(services[].config_files). Default - the catalogue's.
+        type: path
+      env:
+        description: Environment variables of the service's container (catalogue manifest only).
+        type: dict
+        default: {}
+      args:
+        description: Arguments of the service's container (catalogue manifest only).
+        type: list
+        elements: str
+        default: []
   state:
     description: C(present) deploys or updates the service, C(absent) removes its manifest (the kubelet stops it)
       and the configuration files named in O(config_files).
@@ -108,6 +157,20 @@ EXAMPLES = r"""
   bluefleet.dpu.doca_service:
     name: hbn
     state: absent
+
+- name: Telemetry and Firefly deployed and HBN removed in one run (all checked before anything is written)
+  bluefleet.dpu.doca_service:
+    services:
+      - name: telemetry
+        version: 1.16.5-doca2.6.0
+        config_files:
+          dts_config.ini: |
+            prometheus=http://0.0.0.0:9100
+      - name: firefly
+        version: 1.5.0-doca2.9.0
+      - name: hbn
+        state: absent
+  register: doca
 """
 
 RETURN = r"""
@@ -124,49 +187,64 @@ changed:
   type: bool
 service:
   description: The service name.
-  returned: always
+  returned: with O(name)
   type: str
   sample: telemetry
 manifest_path:
   description: The manifest's path on the DPU (without O(fs_root)).
-  returned: always
+  returned: with O(name)
   type: str
   sample: /etc/kubelet.d/doca_telemetry_standalone.yaml
 images:
   description: The pinned images of the manifest (empty for O(state=absent)).
-  returned: always
+  returned: with O(name)
   type: list
   elements: str
 config_hash:
   description: The hash of the configuration files carried in the manifest's annotation.
-  returned: always
+  returned: with O(name)
   type: str
 changed_files:
-  description: Paths (on the DPU) written or removed, or that would be in check mode.
+  description: Paths (on the DPU) written or removed, or that would be in check mode (with O(services), those of
+    every service).
   returned: always
   type: list
   elements: str
 restarted:
   description: True when a running pod of this service was replaced by a new one (its id changed).
-  returned: always
+  returned: with O(name)
   type: bool
 pod:
   description: The service's pod after the run as crictl reports it, or null when there is none (or crictl is
     missing and O(wait) is false). Keys id, name, state, config_hash and containers (name, id, state, attempt,
     restart_count, image_id - the sha256 id crictl reports).
-  returned: always
+  returned: with O(name)
   type: dict
 previous_pod_id:
   description: The id of the service's pod before the run, or null.
-  returned: always
+  returned: with O(name)
   type: str
+services:
+  description:
+    - With O(services), one result per service in the order given - C(service), C(state), C(changed) (its files
+      were, or in check mode would be, written or removed), C(changed_files), C(manifest_path), C(images),
+      C(config_hash), C(restarted), C(pod) and C(previous_pod_id), as the single-service keys of the same names.
+  returned: with O(services)
+  type: list
+  elements: dict
+  sample:
+    - {service: telemetry, state: present, changed: true, restarted: false, previous_pod_id: null,
+       manifest_path: /etc/kubelet.d/doca_telemetry_standalone.yaml, config_hash: 3f1c...,
+       images: [nvcr.io/nvidia/doca/doca_telemetry:1.16.5-doca2.6.0],
+       changed_files: [/etc/kubelet.d/doca_telemetry_standalone.yaml], pod: null}
 reset_required:
   description: Always C(none) - the kubelet applies a manifest change by itself.
   returned: always
   type: str
   sample: none
 diff:
-  description: Manifest and configuration file contents before and after.
+  description: Manifest and configuration file contents before and after, keyed by path (with O(services), the
+    files of every service).
   returned: always
   type: dict
 cmd:
@@ -242,10 +320,10 @@ def desired(params):
     return _doca.render_manifest(doc), files, _doca.pinned_images(doc), digest, config_dir
 
 
-def read_pod(runner, params, pod_name, allow_missing):
+def read_pod(runner, name, pod_name, allow_missing):
     """The service's pod as crictl reports it (None when there is none); None too when crictl is missing and
     ``allow_missing``."""
-    what = "list the pods of %s with crictl" % params["name"]
+    what = "list the pods of %s with crictl" % name
     result = run_tool(runner, ["crictl", "pods", "--name", "^%s-" % pod_name, "-o", "json"], what,
                       allow_missing=allow_missing,
                       missing_hint="; crictl comes with the BlueField OS (kubelet + containerd)")
@@ -279,14 +357,18 @@ def ready(pod, digest, present):
             and all(c["state"] == "CONTAINER_RUNNING" for c in pod["containers"]))
 
 
-def run_service(runner, params, check_mode):
+SERVICE_OPTIONS = ("name", "state", "version", "image", "manifest", "config_files", "config_dir", "env", "args")
+
+
+def prepare(params, spec):
+    """One service validated and compared with the files on disk (read only): its plan of writes."""
     try:
-        text, files, images, digest, config_dir = desired(params)
+        text, files, images, digest, config_dir = desired(spec)
     except _doca.DocaError as exc:
-        raise ToolError("configure DOCA service %s failed: %s" % (params["name"], exc)) from exc
-    entry = _doca.SERVICES[params["name"]]
+        raise ToolError("configure DOCA service %s failed: %s" % (spec["name"], exc)) from exc
+    entry = _doca.SERVICES[spec["name"]]
     root = params["fs_root"]
-    present = params["state"] == "present"
+    present = spec["state"] == "present"
     manifest_path = os.path.join(params["manifest_dir"], entry["manifest"])
     targets = [(os.path.join(config_dir, fname), files[fname]) for fname in sorted(files)]
     targets.append((manifest_path, text))  # the manifest last: the kubelet must see the new config files
@@ -297,48 +379,148 @@ def run_service(runner, params, check_mode):
         after[path] = content if present else None
         if (present and current != content) or (not present and current is not None):
             plan.append((path, content if present else None))
-    old_pod = read_pod(runner, params, entry["pod"], allow_missing=True)
-    changed = bool(plan)
+    return {"name": spec["name"], "entry": entry, "present": present, "manifest_path": manifest_path,
+            "images": images, "digest": digest, "before": before, "after": after, "plan": plan}
+
+
+def prepare_all(params, specs):
+    """Every service validated before any is written: all the bad ones named in one failure."""
+    names = [spec["name"] for spec in specs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ToolError("configure DOCA services failed: %s listed more than once in services; give each service "
+                        "once (state present or absent); nothing was written" % ", ".join(twice))
+    prepared, errors = [], []
+    for spec in specs:
+        try:
+            prepared.append(prepare(params, spec))
+        except ToolError as exc:
+            errors.append(exc.msg)
+    if errors:
+        raise ToolError("; ".join(errors) + ("; nothing was written" if len(specs) > 1 else ""))
+    owners = {}
+    for svc in prepared:
+        for path in svc["before"]:
+            owners.setdefault(path, []).append(svc["name"])
+    shared = sorted((path, names) for path, names in owners.items() if len(names) > 1)
+    if shared:
+        raise ToolError("configure DOCA services failed: %s is a file of %s; give each service its own config_dir; "
+                        "nothing was written" % (shared[0][0], " and ".join(shared[0][1])))
+    return prepared
+
+
+def write_plan(root, svc):
+    for path, content in svc["plan"]:
+        if content is None:
+            os.unlink(under(root, path))
+        else:
+            write_atomic(under(root, path), content)
+
+
+def wait_failed(params, waiting, pending, pods):
+    """The ToolError of a wait that ran out: what is not done (each with its pod), and what is."""
+    hint = "see `crictl ps -a` and the kubelet's log on the DPU"
+    doing = dict((svc["name"], "run" if svc["present"] else "stop") for svc in waiting)
+    if len(waiting) == 1:
+        name = waiting[0]["name"]
+        return ToolError("wait for the kubelet to %s %s failed: not done after %d s (pod: %r); %s"
+                         % (doing[name], name, params["wait_timeout"], pods[name], hint), pod=pods[name])
+    late = ", ".join("%s %s (pod: %r)" % (doing[svc["name"]], svc["name"], pods[svc["name"]]) for svc in pending)
+    done = ", ".join(svc["name"] for svc in waiting if svc not in pending) or "none"
+    return ToolError("wait for the kubelet failed: not done after %d s: %s (done: %s); %s"
+                     % (params["wait_timeout"], late, done, hint), pods=pods)
+
+
+def wait_for(runner, params, waiting):
+    """Poll the kubelet until every service of ``waiting`` runs its new manifest (or is gone); one deadline for
+    all of them, since the kubelet starts them side by side."""
+    deadline = time.monotonic() + params["wait_timeout"]
+    pods = dict((svc["name"], read_pod(runner, svc["name"], svc["entry"]["pod"], allow_missing=False))
+                for svc in waiting)
+    pending = [svc for svc in waiting if not ready(pods[svc["name"]], svc["digest"], svc["present"])]
+    while pending:
+        if time.monotonic() >= deadline:
+            raise wait_failed(params, waiting, pending, pods)
+        time.sleep(POLL_SECONDS)
+        for svc in pending:
+            pods[svc["name"]] = read_pod(runner, svc["name"], svc["entry"]["pod"], allow_missing=False)
+        pending = [svc for svc in pending if not ready(pods[svc["name"]], svc["digest"], svc["present"])]
+    return pods
+
+
+def run_services(runner, params, specs, check_mode):
+    """Validate every service, read what each has, write every plan in ONE place, then wait for the kubelet."""
+    prepared = prepare_all(params, specs)
+    old = dict((svc["name"], read_pod(runner, svc["name"], svc["entry"]["pod"], allow_missing=True))
+               for svc in prepared)
+    changed = any(svc["plan"] for svc in prepared)
     if changed and not check_mode:
-        for path, content in plan:
-            if content is None:
-                os.unlink(under(root, path))
-            else:
-                write_atomic(under(root, path), content)
-    pod = old_pod
-    if not check_mode and params["wait"] and (changed or not ready(old_pod, digest, present)):
-        deadline = time.monotonic() + params["wait_timeout"]
-        pod = read_pod(runner, params, entry["pod"], allow_missing=False)
-        while not ready(pod, digest, present):
-            if time.monotonic() >= deadline:
-                raise ToolError("wait for the kubelet to %s %s failed: not done after %d s (pod: %r); see "
-                                "`crictl ps -a` and the kubelet's log on the DPU"
-                                % ("run" if present else "stop", params["name"], params["wait_timeout"], pod),
-                                pod=pod)
-            time.sleep(POLL_SECONDS)
-            pod = read_pod(runner, params, entry["pod"], allow_missing=False)
-    elif not check_mode and changed:
-        pod = read_pod(runner, params, entry["pod"], allow_missing=True)
-    restarted = bool(old_pod and pod and old_pod["id"] != pod["id"]) or bool(old_pod and not present and changed)
+        for svc in prepared:
+            write_plan(params["fs_root"], svc)
+    pods = dict(old)
+    if not check_mode:
+        waiting = [svc for svc in prepared if params["wait"]
+                   and (svc["plan"] or not ready(old[svc["name"]], svc["digest"], svc["present"]))]
+        pods.update(wait_for(runner, params, waiting) if waiting else {})
+        for svc in prepared:
+            if svc["plan"] and not params["wait"]:
+                pods[svc["name"]] = read_pod(runner, svc["name"], svc["entry"]["pod"], allow_missing=True)
+    results = []
+    for svc in prepared:
+        old_pod, pod = old[svc["name"]], pods[svc["name"]]
+        results.append({
+            "changed": bool(svc["plan"]),
+            "service": svc["name"],
+            "state": "present" if svc["present"] else "absent",
+            "manifest_path": svc["manifest_path"],
+            "images": svc["images"],
+            "config_hash": svc["digest"],
+            "changed_files": [path for path, _content in svc["plan"]],
+            "restarted": (bool(old_pod and pod and old_pod["id"] != pod["id"])
+                          or bool(old_pod and not svc["present"] and svc["plan"])),
+            "pod": pod,
+            "previous_pod_id": old_pod["id"] if old_pod else None,
+        })
+    before = dict((p, v) for svc in prepared for p, v in svc["before"].items() if v is not None)
+    after = dict((p, v) for svc in prepared for p, v in svc["after"].items() if v is not None)
+    return changed, results, make_diff(before, after)
+
+
+def run_service(runner, params, check_mode):
+    if params["services"] is None:
+        changed, results, diff = run_services(runner, params, [dict((k, params[k]) for k in SERVICE_OPTIONS)],
+                                              check_mode)
+        result = dict(results[0], reset_required="none", diff=diff)
+        result.pop("state")
+        return result
+    if not params["services"]:
+        raise ToolError("configure DOCA services failed: services is empty; give at least one service (name and "
+                        "version, image or manifest, or state absent)")
+    changed, results, diff = run_services(runner, params, params["services"], check_mode)
     return {
         "changed": changed,
-        "service": params["name"],
-        "manifest_path": manifest_path,
-        "images": images,
-        "config_hash": digest,
-        "changed_files": [path for path, _content in plan],
-        "restarted": restarted,
-        "pod": pod,
-        "previous_pod_id": old_pod["id"] if old_pod else None,
+        "services": results,
+        "changed_files": [path for res in results for path in res["changed_files"]],
         "reset_required": "none",
-        "diff": make_diff(dict((p, v) for p, v in before.items() if v is not None),
-                          dict((p, v) for p, v in after.items() if v is not None)),
+        "diff": diff,
     }
 
 
 def argument_spec():
     return {
-        "name": {"type": "str", "required": True},
+        "name": {"type": "str"},
+        "services": {"type": "list", "elements": "dict", "options": {
+            "name": {"type": "str", "required": True},
+            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+            "version": {"type": "str"},
+            "image": {"type": "str"},
+            "manifest": {"type": "str"},
+            "config_files": {"type": "dict", "default": {}},
+            "config_dir": {"type": "path"},
+            "env": {"type": "dict", "default": {}},
+            "args": {"type": "list", "elements": "str", "default": []},
+        }, "mutually_exclusive": [("version", "image", "manifest")],
+            "required_if": [("state", "present", ("version", "image", "manifest"), True)]},
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "version": {"type": "str"},
         "image": {"type": "str"},
@@ -358,8 +540,10 @@ def argument_spec():
 def main():
     module = AnsibleModule(
         argument_spec=argument_spec(),
-        mutually_exclusive=[("version", "image", "manifest")],
-        required_if=[("state", "present", ("version", "image", "manifest"), True)],
+        mutually_exclusive=[("name", "services"), ("version", "image", "manifest", "services")]
+        + [("services", option) for option in ("state", "config_files", "config_dir", "env", "args")],
+        required_one_of=[("name", "services")],
+        required_if=[("state", "present", ("version", "image", "manifest", "services"), True)],
         supports_check_mode=True,
     )
     run_module(module, "configure DOCA service", ToolRunner,

@@ -18,6 +18,10 @@ description:
   - The device is O(device) (a PCI address) or the devlink device that owns the port of O(netdev)
     (C(devlink -j port show)). One that devlink does not list fails before anything changes, naming the devices
     it lists.
+  - O(netdevs) sets the devices of several netdevs (the uplinks C(p0) and C(p1)) in one run - one read, every
+    netdev resolved first (any that is no port of a device with an eswitch fails, all of them named, before
+    anything is set), each device that differs set in turn, one read back. The result is then RV(eswitches), one
+    entry per device.
   - The eswitch mode is runtime state - it is active at once (RV(reset_required) is C(none)) and lost when the
     driver restarts or the machine reboots; on a BlueField the Arm OS sets switchdev at boot.
 author:
@@ -27,13 +31,22 @@ options:
     description:
       - The PCI function whose eswitch to set, as C(0000:03:00.0), C(03:00.0) or the devlink handle
         C(pci/0000:03:00.0).
-      - Exactly one of O(device) and O(netdev) is required.
+      - Exactly one of O(device), O(netdev) and O(netdevs) is required.
     type: str
   netdev:
     description:
       - A netdev of the device instead of O(device) (for example the uplink C(p0)); resolved with
         C(devlink -j port show).
     type: str
+  netdevs:
+    description:
+      - Several netdevs instead of O(device) or O(netdev) (for example the uplinks C([p0, p1])); every device that
+        owns one of them gets O(mode), O(inline_mode) and O(encap_mode), in one run. A device owning two of them is
+        set once.
+      - Every netdev is resolved before anything is set; one that is no port of a devlink device with an eswitch
+        fails the run, naming it, with nothing changed.
+    type: list
+    elements: str
   mode:
     description: The eswitch mode wanted.
     type: str
@@ -85,6 +98,13 @@ EXAMPLES = r"""
     mode: switchdev
     encap_mode: basic
   register: esw
+
+- name: Both uplinks' devices in one run (check mode - which device differs, nothing set)
+  bluefleet.dpu.eswitch:
+    netdevs: [p0, p1]
+    mode: switchdev
+  check_mode: true
+  register: esw_check
 """
 
 RETURN = r"""
@@ -92,6 +112,7 @@ before:
   description:
     - The state before the module ran (the same as RV(eswitch) when nothing changed); RV(previous) is its older
       name.
+    - With O(netdevs), a dict of devlink handle to that state.
   returned: success
   type: dict
 check_mode_prediction:
@@ -107,22 +128,35 @@ changed:
   type: bool
 device:
   description: The devlink handle of the device.
-  returned: always
+  returned: with O(device) or O(netdev)
   type: str
   sample: pci/0000:03:00.0
 eswitch:
   description: The eswitch after the run as devlink shows it (in check mode, as predicted).
-  returned: always
+  returned: with O(device) or O(netdev)
   type: dict
   sample: {mode: switchdev, inline_mode: none, encap_mode: basic}
+eswitches:
+  description:
+    - With O(netdevs), one entry per device, in the order of O(netdevs) - C(device) (devlink handle), C(netdevs)
+      (those of O(netdevs) it owns), C(changed) (set, or in check mode would be), C(eswitch) (after the run; in
+      check mode, as predicted), C(before) and C(vfs) (as RV(vfs), for this device).
+  returned: with O(netdevs)
+  type: list
+  elements: dict
+  sample:
+    - {device: pci/0000:03:00.0, netdevs: [p0], changed: true, vfs: [],
+       eswitch: {mode: switchdev, inline_mode: none, encap_mode: basic},
+       before: {mode: legacy, inline_mode: none, encap_mode: basic}}
 previous:
   description: The eswitch before the run.
-  returned: always
+  returned: with O(device) or O(netdev)
   type: dict
   sample: {mode: legacy, inline_mode: none, encap_mode: basic}
 vfs:
   description: PCI addresses of the device's VFs that were bound to a driver, hence unbound and bound again
-    around the mode change (in check mode, that would be); empty when the mode did not change.
+    around the mode change (in check mode, that would be); empty when the mode did not change. With O(netdevs),
+    those of every device.
   returned: always
   type: list
   elements: str
@@ -133,7 +167,8 @@ reset_required:
   type: str
   sample: none
 diff:
-  description: C(mode), C(inline_mode) and C(encap_mode) before and after.
+  description: C(mode), C(inline_mode) and C(encap_mode) before and after; with O(netdevs), keyed by devlink
+    handle.
   returned: always
   type: dict
 cmd:
@@ -184,30 +219,50 @@ def read_all(runner):
     return parse_output(parse_eswitch, result, what)["devices"]
 
 
-def resolve(runner, params, devices):
-    """The devlink handle asked for; a device devlink does not list fails here, before anything changes."""
+def resolve_device(device, devices):
+    """The devlink handle of the ``device`` option; a device devlink does not list fails here."""
     known = ", ".join(sorted(devices)) or "none"
-    if params["device"] is not None:
-        handle = handle_of(params["device"])
-        if handle is None:
-            raise ToolError("set eswitch failed: device %r is not a PCI address; give one like 0000:03:00.0 "
-                            "(devlink lists: %s)" % (params["device"], known))
-        if handle not in devices:
-            raise ToolError("set eswitch failed: no devlink device %s on this machine (devlink lists: %s); "
-                            "check the device option" % (handle, known))
-        return handle
-    what = "find the device of netdev %s with devlink" % params["netdev"]
+    handle = handle_of(device)
+    if handle is None:
+        raise ToolError("set eswitch failed: device %r is not a PCI address; give one like 0000:03:00.0 "
+                        "(devlink lists: %s)" % (device, known))
+    if handle not in devices:
+        raise ToolError("set eswitch failed: no devlink device %s on this machine (devlink lists: %s); "
+                        "check the device option" % (handle, known))
+    return handle
+
+
+def resolve_netdevs(runner, netdevs, option, devices):
+    """``[(handle, [netdev, ...])]`` in the order of ``netdevs``, one entry per device (two netdevs of one device
+    set it once). Every netdev is resolved before anything changes: the ones that are no port of a device with an
+    eswitch fail here, all of them named in one message."""
+    what = "find the device of netdev %s with devlink" % ", ".join(netdevs)
     result = run_tool(runner, ["devlink", "-j", "port", "show"], what)
     ports = parse_output(parse_port, result, what)["ports"]
-    owners = sorted({port["device"] for port in ports.values() if port.get("netdev") == params["netdev"]})
-    if not owners:
+    owners, problems = {}, []
+    for netdev in netdevs:
+        found = sorted({port["device"] for port in ports.values() if port.get("netdev") == netdev})
+        if not found:
+            problems.append("netdev %r is not a port of any devlink device" % netdev)
+        elif found[0] not in devices:
+            problems.append("devlink shows no eswitch for %s (the device of netdev %s)" % (found[0], netdev))
+        else:
+            owners.setdefault(found[0], []).append(netdev)
+    if problems:
         names = sorted({port["netdev"] for port in ports.values() if port.get("netdev")})
-        raise ToolError("set eswitch failed: netdev %r is not a port of any devlink device (devlink ports: %s); "
-                        "check the netdev option" % (params["netdev"], ", ".join(names) or "none"))
-    if owners[0] not in devices:
-        raise ToolError("set eswitch failed: devlink shows no eswitch for %s (the device of netdev %s)"
-                        % (owners[0], params["netdev"]))
-    return owners[0]
+        raise ToolError("set eswitch failed: %s (devlink ports: %s); check the %s option; nothing was changed"
+                        % ("; ".join(problems), ", ".join(names) or "none", option))
+    return list(owners.items())
+
+
+def resolve(runner, params, devices):
+    """``[(handle, [netdev, ...])]``: the devices asked for (O(device), O(netdev) or O(netdevs)); one devlink does
+    not list fails here, before anything changes."""
+    if params["device"] is not None:
+        return [(resolve_device(params["device"], devices), [])]
+    if params["netdev"] is not None:
+        return resolve_netdevs(runner, [params["netdev"]], "netdev", devices)
+    return resolve_netdevs(runner, params["netdevs"], "netdevs", devices)
 
 
 def bound_vfs(fs_root, handle):
@@ -241,26 +296,44 @@ def set_argv(handle, before, want):
     return argv
 
 
-def apply(runner, params, handle, before, want, vfs):
-    what = "set eswitch of %s to %s with devlink" % (handle, want["mode"])
+def set_one(runner, params, entry):
+    """Unbind the device's bound VFs, set its eswitch, bind the same VFs again (also when the set fails)."""
+    what = "set eswitch of %s to %s with devlink" % (entry["device"], entry["want"]["mode"])
     unbound = []
     try:
-        for vf, driver in vfs:
+        for vf, driver in entry["vf_drivers"]:
             write_sysfs(params["fs_root"], driver, "unbind", vf)
             unbound.append((vf, driver))
-        run_tool(runner, set_argv(handle, before, want), what)
+        run_tool(runner, set_argv(entry["device"], entry["before"], entry["want"]), what)
     finally:
         for vf, driver in unbound:
             write_sysfs(params["fs_root"], driver, "bind", vf)
-    after = read_all(runner).get(handle)
-    if after != want:
-        raise ToolError("%s failed: read back %s" % (what, after))
-    return after
 
 
-def run_eswitch(runner, params, check_mode):
+def apply(runner, params, plan):
+    """The one place that writes: each device that differs is set in turn, then one read checks them all."""
+    done = []
+    for entry in plan:
+        if not entry["changed"]:
+            continue
+        try:
+            set_one(runner, params, entry)
+        except ToolError as exc:
+            if done:
+                exc.msg += " (already set before it: %s)" % ", ".join(done)
+            raise
+        done.append(entry["device"])
     devices = read_all(runner)
-    handle = resolve(runner, params, devices)
+    for entry in plan:
+        if entry["changed"]:
+            after = devices.get(entry["device"])
+            if after != entry["want"]:
+                raise ToolError("set eswitch of %s to %s with devlink failed: read back %s"
+                                % (entry["device"], entry["want"]["mode"], after))
+            entry["after"] = after
+
+
+def planned(params, devices, handle, netdevs):
     before = devices[handle]
     want = dict(before)
     for key in KEYS:
@@ -268,18 +341,43 @@ def run_eswitch(runner, params, check_mode):
             want[key] = params[key]
     changed = want != before
     vfs = bound_vfs(params["fs_root"], handle) if want["mode"] != before["mode"] else []
-    after = want if check_mode and changed else before  # check mode: the predicted state
-    if changed and not check_mode:
-        after = apply(runner, params, handle, before, want, vfs)
+    return {"device": handle, "netdevs": netdevs, "before": before, "want": want, "changed": changed,
+            "vf_drivers": vfs, "after": before}
+
+
+def run_eswitch(runner, params, check_mode):
+    if params["netdevs"] is not None and not params["netdevs"]:
+        raise ToolError("set eswitch failed: netdevs is empty; give the uplinks, e.g. [p0, p1]")
+    devices = read_all(runner)
+    plan = [planned(params, devices, handle, netdevs) for handle, netdevs in resolve(runner, params, devices)]
+    changed = any(entry["changed"] for entry in plan)
+    if check_mode:
+        for entry in plan:
+            entry["after"] = entry["want"]  # check mode: the predicted state
+    elif changed:
+        apply(runner, params, plan)
+    if params["netdevs"] is None:
+        entry = plan[0]
+        return {
+            "changed": changed,
+            "device": entry["device"],
+            "eswitch": entry["after"],
+            "before": entry["before"],
+            "previous": entry["before"],
+            "vfs": [vf for vf, dummy in entry["vf_drivers"]],
+            "reset_required": "none",
+            "diff": make_diff(entry["before"], entry["want"]),
+        }
     return {
         "changed": changed,
-        "device": handle,
-        "eswitch": after,
-        "before": before,
-        "previous": before,
-        "vfs": [vf for vf, dummy in vfs],
+        "eswitches": [{"device": entry["device"], "netdevs": entry["netdevs"], "changed": entry["changed"],
+                       "eswitch": entry["after"], "before": entry["before"],
+                       "vfs": [vf for vf, dummy in entry["vf_drivers"]]} for entry in plan],
+        "before": dict((entry["device"], entry["before"]) for entry in plan),
+        "vfs": [vf for entry in plan for vf, dummy in entry["vf_drivers"]],
         "reset_required": "none",
-        "diff": make_diff(before, want if changed else before),
+        "diff": make_diff(dict((entry["device"], entry["before"]) for entry in plan),
+                          dict((entry["device"], entry["want"]) for entry in plan)),
     }
 
 
@@ -288,14 +386,15 @@ def main():
         argument_spec={
             "device": device_spec(),
             "netdev": {"type": "str"},
+            "netdevs": {"type": "list", "elements": "str"},
             "mode": {"type": "str", "choices": ["legacy", "switchdev"], "required": True},
             "inline_mode": {"type": "str", "choices": ["none", "link", "network", "transport"]},
             "encap_mode": {"type": "str", "choices": ["none", "basic"]},
             "fs_root": fs_root_spec(),
             "timeout": timeout_spec(60),
         },
-        mutually_exclusive=[("device", "netdev")],
-        required_one_of=[("device", "netdev")],
+        mutually_exclusive=[("device", "netdev", "netdevs")],
+        required_one_of=[("device", "netdev", "netdevs")],
         supports_check_mode=True,
     )
     run_module(module, "set eswitch", ToolRunner,

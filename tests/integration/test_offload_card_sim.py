@@ -61,6 +61,12 @@ def task_changed(run, task_name):
     return hosts
 
 
+def task_skipped(run, task_name):
+    """Hosts on which the task of that name was skipped (runner_on_skipped events)."""
+    return {event["event_data"]["host"] for event in run["events"]
+            if event.get("event") == "runner_on_skipped" and event["event_data"].get("task") == task_name}
+
+
 def test_bad_input_then_four_runs_restart_the_driver_once_and_only_when_changed(tmp_path, collection_link):
     inventory = make_sim_inventory(tmp_path / "inv", nodes=2)
     extra = tmp_path / "netdevs.yml"
@@ -93,6 +99,8 @@ def test_bad_input_then_four_runs_restart_the_driver_once_and_only_when_changed(
 
     again = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev")
     assert changed_count(again) == 0, again["stdout"][-3000:]
+    assert task_skipped(again, "Set the eswitch mode of each uplink's device") == set(DPUS), (
+        "no driver restart and the check found every device in switchdev: no set run")
     check2 = run_playbook(PLAYBOOK, inventory, "--tags", "switchdev", "--check", "--diff")
     assert changed_count(check2) == 0
     assert [restarts(inventory, host) for host in DPUS] == [1, 1], "no restart when nothing changed"
@@ -151,6 +159,14 @@ def test_hand_edit_pending_then_legacy_and_back(tmp_path, collection_link):
     assert changed_count(back) == 1, "only the eswitch changes"
     assert set(eswitch_modes(inventory, host).values()) == {"switchdev"}
     assert restarts(inventory, host) == 1, "an eswitch change needs no driver restart"
+
+    # Legacy again, then IPsec full offload off: the driver restart puts the eswitch back to its boot mode
+    # (switchdev) although the check before it found legacy everywhere: the set run must still come.
+    assert changed_count(run_playbook(PLAYBOOK, inventory, *legacy)) == 1
+    off = run_playbook(PLAYBOOK, inventory, *legacy, "-e", "switchdev_ipsec_full_offload=false")
+    assert task_changed(off, "Restart mlx5 driver") == {host} and restarts(inventory, host) == 2
+    assert task_changed(off, "Set the eswitch mode of each uplink's device") == {host}
+    assert eswitch_modes(inventory, host) == {"pci/0000:03:00.0": "legacy", "pci/0000:03:00.1": "legacy"}
 
 
 def test_role_argument_specs_equal_the_defaults():

@@ -55,14 +55,14 @@ def _metrics(root):
 
 
 def _changed_items(run):
-    """(host, service) of every loop item of the deploy / remove tasks that reported a change."""
+    """(host, service) of every service the deploy task reported changed (one module run per DPU for all the
+    services: its per-service results)."""
     out = set()
     for event in run["events"]:
         data = event.get("event_data") or {}
         res = data.get("res") or {}
-        if event.get("event") == "runner_item_on_ok" and res.get("changed"):
-            name = (res.get("__doca_services_item") or {}).get("name") or res.get("__doca_services_gone")
-            out.add((data.get("host"), name))
+        if event.get("event") == "runner_on_ok" and data.get("task") == "Deploy, update and remove the services":
+            out.update((data.get("host"), svc["service"]) for svc in res.get("services", []) if svc["changed"])
     return out
 
 
@@ -92,7 +92,8 @@ def test_four_runs_then_one_service_changes_then_one_goes(tmp_path, fleet):
     base = _vars(tmp_path, "base", doca_services_list=SERVICES)
 
     check = run_playbook(PLAYBOOK, inventory, base, "--check")
-    assert changed_count(check) == len(DPUS)  # the looped deploy task, once per DPU (stats count tasks)
+    assert changed_count(check) == len(DPUS)  # the deploy task, once per DPU (stats count tasks)
+    assert _changed_items(check) == {(d, s["name"]) for d in DPUS for s in SERVICES}
     assert all(_pods(r) == {} and _files(r) == {} and _metrics(r) == {} for r in roots.values())
 
     first = run_playbook(PLAYBOOK, inventory, base)
@@ -128,7 +129,7 @@ def test_four_runs_then_one_service_changes_then_one_goes(tmp_path, fleet):
 
     gone = run_playbook(PLAYBOOK, inventory, _vars(tmp_path, "gone", doca_services_list=changed[:1],
                                                    doca_services_absent=["hbn"]))
-    assert changed_count(gone) == len(DPUS)  # the remove task on each DPU; telemetry unchanged
+    assert changed_count(gone) == len(DPUS)  # the deploy task (it removes too) on each DPU; telemetry unchanged
     assert _changed_items(gone) == {(d, "hbn") for d in DPUS}
     assert all(set(_pods(r)) == {"doca-telemetry-service"} for r in roots.values())
 
@@ -159,7 +160,8 @@ def test_bad_input_deploys_nothing(tmp_path, collection_link):
     for dpu, (_values, message) in BAD.items():
         text = " ".join(failed.get(dpu, []))
         assert message in text, "%s: %r not in its failure: %s" % (dpu, message, text[-2000:] or run["stdout"][-3000:])
-        # the preflight asserts say so; the SNAP filter and the module's check-mode pass name the input to fix
+        # the preflight asserts say so; the SNAP filter and the module (it checks every service before it writes
+        # any) name the input to fix
         said = ("nothing was deployed", "configure DOCA service", "snap_settings:")
         assert any(w in text for w in said), text[-2000:]
         assert _files(roots[dpu]) == {} and _pods(roots[dpu]) == {}, dpu

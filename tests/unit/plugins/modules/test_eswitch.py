@@ -225,3 +225,126 @@ def test_garbage_output_is_a_clear_error(monkeypatch, capsys, events):
     result = run(monkeypatch, capsys, events, {"device": "03:00.0", "mode": "legacy"},
                  [(SHOW, 0, "\x00\x01garbage", "")])
     assert result["failed"] is True and result["msg"].startswith("read eswitch modes with devlink failed")
+
+
+# netdevs: every uplink's device in one run (one read, one port list, the sets, one read back).
+
+def both(mode0, mode1):
+    return {"mode": mode0, "inline_mode": "none", "encap_mode": "basic"}, {"mode": mode1, "inline_mode": "none",
+                                                                           "encap_mode": "basic"}
+
+
+def test_netdevs_already_right_is_one_read_and_no_set(monkeypatch, capsys, events):
+    result = run(monkeypatch, capsys, events, {"netdevs": ["p0", "p1"], "mode": "switchdev"},
+                 [(SHOW, 0, esw(), ""), (PORTS, 0, PORT_JSON, ""), VERSION])
+    assert result["changed"] is False
+    assert result["cmd"] == [SHOW, PORTS, VERSION[0]]
+    sw0, sw1 = both("switchdev", "switchdev")
+    assert result["eswitches"] == [
+        {"device": PF0, "netdevs": ["p0"], "changed": False, "eswitch": sw0, "before": sw0, "vfs": []},
+        {"device": PF1, "netdevs": ["p1"], "changed": False, "eswitch": sw1, "before": sw1, "vfs": []}]
+    assert result["diff"]["before"] == result["diff"]["after"] == {PF0: sw0, PF1: sw1}
+
+
+def test_netdevs_sets_each_device_that_differs_then_reads_back_once(monkeypatch, capsys, events, tmp_path):
+    make_vfs(tmp_path, pf="0000:03:00.1", vfs=("0000:03:00.3",), bound=(True,))
+    set0 = ["devlink", "dev", "eswitch", "set", PF0, "mode", "switchdev"]
+    set1 = ["devlink", "dev", "eswitch", "set", PF1, "mode", "switchdev"]
+    result = run(monkeypatch, capsys, events, {"netdevs": ["p0", "p1"], "mode": "switchdev",
+                                               "fs_root": str(tmp_path)},
+                 [(SHOW, 0, esw(mode0="legacy", mode1="legacy"), ""), (PORTS, 0, PORT_JSON, ""),
+                  (set0, 0, "", ""), (set1, 0, "", ""), (SHOW, 0, esw(), ""), VERSION])
+    assert result["changed"] is True
+    assert events == [("run", SHOW), ("run", PORTS), ("run", set0),
+                      ("unbind", "mlx5_core", "0000:03:00.3"), ("run", set1), ("bind", "mlx5_core", "0000:03:00.3"),
+                      ("run", SHOW), ("run", VERSION[0])]
+    leg0, leg1 = both("legacy", "legacy")
+    sw0, sw1 = both("switchdev", "switchdev")
+    assert [(e["device"], e["changed"], e["eswitch"], e["before"], e["vfs"]) for e in result["eswitches"]] == [
+        (PF0, True, sw0, leg0, []), (PF1, True, sw1, leg1, ["0000:03:00.3"])]
+    assert result["before"] == {PF0: leg0, PF1: leg1}
+    assert result["vfs"] == ["0000:03:00.3"]
+    assert result["diff"] == {"before": {PF0: leg0, PF1: leg1}, "after": {PF0: sw0, PF1: sw1}}
+
+
+def test_netdevs_only_the_device_that_differs_is_set(monkeypatch, capsys, events):
+    set1 = ["devlink", "dev", "eswitch", "set", PF1, "mode", "switchdev"]
+    result = run(monkeypatch, capsys, events, {"netdevs": ["p0", "p1"], "mode": "switchdev"},
+                 [(SHOW, 0, esw(mode1="legacy"), ""), (PORTS, 0, PORT_JSON, ""), (set1, 0, "", ""),
+                  (SHOW, 0, esw(), ""), VERSION])
+    assert result["changed"] is True
+    assert [e["changed"] for e in result["eswitches"]] == [False, True]
+
+
+def test_netdevs_of_one_device_set_it_once(monkeypatch, capsys, events):
+    set0 = ["devlink", "dev", "eswitch", "set", PF0, "mode", "switchdev"]
+    result = run(monkeypatch, capsys, events, {"netdevs": ["p0", "pf0hpf"], "mode": "switchdev"},
+                 [(SHOW, 0, esw(mode0="legacy"), ""), (PORTS, 0, PORT_JSON, ""), (set0, 0, "", ""),
+                  (SHOW, 0, esw(), ""), VERSION])
+    assert [(e["device"], e["netdevs"]) for e in result["eswitches"]] == [(PF0, ["p0", "pf0hpf"])]
+
+
+def test_netdevs_check_mode_predicts_and_sets_nothing(monkeypatch, capsys, events, tmp_path):
+    make_vfs(tmp_path, pf="0000:03:00.0", vfs=("0000:03:00.2",), bound=(True,))
+    result = run(monkeypatch, capsys, events, {"netdevs": ["p0", "p1"], "mode": "legacy", "fs_root": str(tmp_path)},
+                 [(SHOW, 0, esw(), ""), (PORTS, 0, PORT_JSON, ""), VERSION], check_mode=True)
+    assert result["changed"] is True and result["check_mode_prediction"] is True
+    assert [(e["changed"], e["eswitch"]["mode"], e["before"]["mode"]) for e in result["eswitches"]] == [
+        (True, "legacy", "switchdev"), (True, "legacy", "switchdev")]
+    assert result["vfs"] == ["0000:03:00.2"], "check mode names the VFs it would unbind"
+    assert result["diff"]["after"][PF0]["mode"] == result["diff"]["after"][PF1]["mode"] == "legacy"
+    assert [e for e in events if e[0] != "run"] == [], "no sysfs write in check mode"
+
+
+def test_netdevs_unknown_ones_fail_all_named_before_any_set(monkeypatch, capsys, events):
+    result = run(monkeypatch, capsys, events, {"netdevs": ["p0", "ens9", "p1", "ens10"], "mode": "legacy"},
+                 [(SHOW, 0, esw(), ""), (PORTS, 0, PORT_JSON, "")])
+    assert result["failed"] is True
+    assert result["msg"] == ("set eswitch failed: netdev 'ens9' is not a port of any devlink device; netdev 'ens10' "
+                             "is not a port of any devlink device (devlink ports: p0, p1, pf0hpf); check the netdevs "
+                             "option; nothing was changed")
+    assert result["cmd"] == [SHOW, PORTS], "p0 and p1 differ too, yet nothing was set"
+
+
+def test_netdevs_device_without_an_eswitch_fails_before_any_set(monkeypatch, capsys, events):
+    show = json.dumps({"dev": {PF0: {"mode": "legacy", "inline-mode": "none", "encap-mode": "basic"}}})
+    result = run(monkeypatch, capsys, events, {"netdevs": ["p0", "p1"], "mode": "switchdev"},
+                 [(SHOW, 0, show, ""), (PORTS, 0, PORT_JSON, "")])
+    assert result["failed"] is True
+    assert "devlink shows no eswitch for pci/0000:03:00.1 (the device of netdev p1)" in result["msg"]
+    assert result["cmd"] == [SHOW, PORTS]
+
+
+def test_netdevs_failed_second_set_names_the_device_already_set(monkeypatch, capsys, events):
+    set0 = ["devlink", "dev", "eswitch", "set", PF0, "mode", "legacy"]
+    set1 = ["devlink", "dev", "eswitch", "set", PF1, "mode", "legacy"]
+    result = run(monkeypatch, capsys, events, {"netdevs": ["p0", "p1"], "mode": "legacy"},
+                 [(SHOW, 0, esw(), ""), (PORTS, 0, PORT_JSON, ""), (set0, 0, "", ""),
+                  (set1, 1, "", "kernel answers: Device or resource busy\n")])
+    assert result["failed"] is True
+    assert result["msg"].startswith("set eswitch of pci/0000:03:00.1 to legacy with devlink failed")
+    assert "Device or resource busy" in result["msg"]
+    assert result["msg"].endswith("(already set before it: pci/0000:03:00.0)")
+
+
+def test_netdevs_read_back_mismatch_fails_naming_the_device(monkeypatch, capsys, events):
+    set1 = ["devlink", "dev", "eswitch", "set", PF1, "mode", "switchdev"]
+    result = run(monkeypatch, capsys, events, {"netdevs": ["p0", "p1"], "mode": "switchdev"},
+                 [(SHOW, 0, esw(mode1="legacy"), ""), (PORTS, 0, PORT_JSON, ""), (set1, 0, "", ""),
+                  (SHOW, 0, esw(mode1="legacy"), "")])
+    assert result["failed"] is True
+    assert result["msg"].startswith("set eswitch of pci/0000:03:00.1 to switchdev with devlink failed: read back")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    ({"netdevs": ["p0"], "netdev": "p1"}, "mutually exclusive"),
+    ({"netdevs": ["p0"], "device": "03:00.0"}, "mutually exclusive"),
+])
+def test_netdevs_excludes_the_single_options(monkeypatch, capsys, events, args, fragment):
+    result = run(monkeypatch, capsys, events, dict(args, mode="legacy"), [])
+    assert result["failed"] is True and fragment in result["msg"]
+
+
+def test_empty_netdevs_fails_naming_the_option(monkeypatch, capsys, events):
+    result = run(monkeypatch, capsys, events, {"netdevs": [], "mode": "legacy"}, [])
+    assert result["failed"] is True and "netdevs is empty" in result["msg"] and result["cmd"] == []
