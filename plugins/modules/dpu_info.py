@@ -12,7 +12,7 @@ description:
     host (x86 side) or a DPU (its Arm side), with what the tools say about it.
   - Per card, from C(mst status -v), C(flint -d DEV q), C(mlxconfig -d DEV -e q) and
     C(mlxprivhost -d DEV q), and once per machine C(devlink dev eswitch show), C(bfver),
-    C(mlxbf-bootctl) and the rshim C(misc) files. Each tool runs at most once per card.
+    C(mlxbf-bootctl), C(rdma link show) and the rshim C(misc) files. Each tool runs at most once per card.
   - Read-only. Every command run is returned in RV(cmd); the version each tool reports in RV(tool_versions).
   - A tool that is not installed is reported in RV(tools_missing) and in the section it feeds
     (C(available=false) with the reason), not as a failure. A machine without cards returns an empty
@@ -33,9 +33,12 @@ options:
         (C(mlxprivhost q), DPU side only). C(rshim) rshim devices (host side only).
       - C(dpu_os) BFB / DOCA / OS version (C(bfver), DPU side only). C(secure_boot) secure-boot
         lifecycle (C(mlxbf-bootctl), DPU side only). C(tool_versions) the version of each tool used.
+      - C(rdma_links) the state of every RDMA port (C(rdma link show), either side), summed up as
+        M(bluefleet.dpu.rdma_link_info) does, so that one run reads the versions and the links (the rolling
+        upgrade's health gate). Not in the default; give it by name.
     type: list
     elements: str
-    choices: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
+    choices: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions, rdma_links]
     default: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
@@ -70,6 +73,11 @@ EXAMPLES = r"""
   bluefleet.dpu.dpu_info:
     filter: [firmware, mode]
   register: dpu_fw
+
+- name: The firmware and the RDMA links in one run (a health check after a reset)
+  bluefleet.dpu.dpu_info:
+    filter: [firmware, rdma_links]
+  register: dpu_health
 
 - name: Stop when a card waits for a firmware reset
   ansible.builtin.assert:
@@ -209,10 +217,20 @@ secure_boot:
     from C(mlxbf-bootctl). Host side: C(available=false).
   returned: when C(secure_boot) is in O(filter)
   type: dict
+rdma_links:
+  description: >-
+    C(available) (false with C(reason) when C(rdma) is missing), C(links) (one entry per port as
+    C(rdma link show) lists it - C(ibdev), C(port), C(state), C(physical_state), C(netdev) and any other key
+    printed), C(all_active) (at least one port, and every port C(ACTIVE)), C(down) (the ports not C(ACTIVE), as
+    C(DEV/PORT STATE) strings) and C(missing) (always empty here), as M(bluefleet.dpu.rdma_link_info) returns them.
+  returned: when C(rdma_links) is in O(filter)
+  type: dict
+  sample: {"available": true, "all_active": true, "down": [], "missing": [],
+           "links": [{"ibdev": "mlx5_0", "port": 1, "state": "ACTIVE", "physical_state": "LINK_UP", "netdev": "p0"}]}
 tool_versions:
   description: >-
     Tool name -> the first line its version option printed (C(mst version), C(flint --version),
-    C(mlxconfig --version), C(mlxprivhost -v), C(devlink -V)), or null when the tool has no
+    C(mlxconfig --version), C(mlxprivhost -v), C(devlink -V), C(rdma -V)), or null when the tool has no
     version option, is missing or the version query failed. Only tools this run used are listed.
   returned: when C(tool_versions) is in O(filter)
   type: dict
@@ -234,6 +252,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import full_bdf, group_by_card, side_of
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._rdma_links import summarize_links
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import PARSERS as BF_RELEASE_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import PARSERS as DEVLINK_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import PARSERS as FLINT_PARSERS
@@ -242,6 +261,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig i
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import PARSERS as MLXPRIVHOST_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import PARSERS as MST_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import PARSERS as RDMA_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import PARSERS as RSHIM_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, version_line
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -254,7 +274,10 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     unavailable,
 )
 
-SECTIONS = ("firmware", "nvconfig", "mode", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot", "tool_versions")
+SECTIONS = ("firmware", "nvconfig", "mode", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot", "tool_versions",
+            "rdma_links")
+# rdma_links is asked for by name: the default stays what it was before the section existed.
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "rdma_links")
 
 # argv that asks each tool for its version; None: the tool has no version option (not asked).
 VERSION_ARGV = {
@@ -263,6 +286,7 @@ VERSION_ARGV = {
     "mlxconfig": ("mlxconfig", "--version"),
     "mlxprivhost": ("mlxprivhost", "-v"),
     "devlink": ("devlink", "-V"),
+    "rdma": ("rdma", "-V"),
     "bfver": None,
     "mlxbf-bootctl": None,
 }
@@ -440,6 +464,13 @@ class DpuInfo(ToolReader):
         out.update({k: v for k, v in q.items() if k != "fields"})
         return out
 
+    def rdma_links(self):
+        result = self.run(["rdma", "link", "show"], "read the RDMA ports with rdma link show")
+        if result is None:
+            return unavailable(self.missing_reason("rdma"))
+        links = self.parse(RDMA_PARSERS, "rdma-link", result, "rdma link show")["links"]
+        return dict(summarize_links(links), available=True)
+
     def tool_versions(self):
         versions = {}
         for tool in list(self.used):
@@ -498,6 +529,8 @@ class DpuInfo(ToolReader):
             out["dpu_os"] = self.dpu_os(side)
         if "secure_boot" in want:
             out["secure_boot"] = self.secure_boot(side)
+        if "rdma_links" in want:
+            out["rdma_links"] = self.rdma_links()
         if "tool_versions" in want:
             out["tool_versions"] = self.tool_versions()
         out["tools_missing"] = list(self.missing)
@@ -507,7 +540,7 @@ class DpuInfo(ToolReader):
 
 def argument_spec():
     return {
-        "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(SECTIONS)},
+        "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(DEFAULT_SECTIONS)},
         "side": side_spec(),
         "fs_root": fs_root_spec(),
         "timeout": timeout_spec(120),

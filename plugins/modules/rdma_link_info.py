@@ -91,6 +91,7 @@ cmd:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._rdma_links import summarize_links
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_rdma_link
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -107,13 +108,7 @@ def read_links(runner, devices):
     what = "read the RDMA ports with rdma link show"
     result = run_tool(runner, ARGV, what)
     links = parse_output(parse_rdma_link, result, what)["links"]
-    considered = [link for link in links if not devices or link["ibdev"] in devices]
-    listed = {link["ibdev"] for link in links}
-    missing = [name for name in devices if name not in listed]
-    down = ["%s/%d %s" % (link["ibdev"], link["port"], link["state"]) for link in considered
-            if link["state"] != "ACTIVE"]
-    return {"changed": False, "links": links, "down": down, "missing": missing,
-            "all_active": bool(considered) and not down and not missing}
+    return dict(summarize_links(links, devices), changed=False)
 
 
 def argument_spec():

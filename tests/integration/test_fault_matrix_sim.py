@@ -35,7 +35,7 @@ NIC_PAIRS_OFF = ("sim09", "sim10")  # BFB-only pairs
 # pair -> (fault argv for `dpusim fault set` on the DPU's root, or None; words the failure message must carry)
 FAULTS = {
     "sim01": (["device_missing"], ["no BlueField or ConnectX card found"]),
-    "sim02": (["garbage_output", "--tool", "mlxconfig"], ["Plan the NV configuration", "run the playbook again"]),
+    "sim02": (["garbage_output", "--tool", "mlxconfig"], ["Plan the reset", "run the playbook again"]),
     "sim03": (["interrupted_burn"], ["Burn the NIC firmware", "NIC firmware running %s" % OLD_FW]),
     "sim04": (["garbage_output", "--tool", "rdma"], ["Health gate", "NIC firmware running %s" % NEW_FW]),
     # the message says what changed: the flash holds the new image, only a power cycle activates it
@@ -57,9 +57,9 @@ FAULTS = {
     "sim12": (["connection_drop", "--tool", "mlxfwreset"],
               ["Plan the reset", "exit status 255", "sim12-dpu -m ansible.builtin.ping",
                "host restriction restored as before"]),
-    # the DPU reboots under the NV configuration plan
+    # the DPU reboots under the reset plan (the first step that reads the NV configuration)
     "sim13": (["host_reboot", "--tool", "mlxconfig"],
-              ["Plan the NV configuration", "exit status 255", "is up and answers",
+              ["Plan the reset", "exit status 255", "is up and answers",
                "host restriction restored as before"]),
     "sim14": (None, ["Burn the NIC firmware", "Bad CRC", "the card still runs %s and its flash holds %s"
                      % (OLD_FW, OLD_FW), "host restriction restored as before"]),

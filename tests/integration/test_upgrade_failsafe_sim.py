@@ -71,7 +71,7 @@ CASES = {
                                                      "host restriction restored as before"]),
     "firmware plan": (fault("set", "garbage_output", "--tool", "mlxconfig"),
                       fault("clear"),
-                      ["upgrade failed at 'Plan the NV configuration", "host restriction restored as before",
+                      ["upgrade failed at 'Plan the reset", "host restriction restored as before",
                        "Node state now", "run the playbook again"]),
     "firmware burn": (fault("set", "interrupted_burn"),
                       None,  # the twin clears an interrupted burn itself: the re-run burns again

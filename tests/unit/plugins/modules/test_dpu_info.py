@@ -352,3 +352,56 @@ def test_non_positive_timeout_is_refused(run_module, fake_runner):
     failed, result = run_module(dpu_info, {"timeout": 0}, fake_runner({}))
     assert failed
     assert result["msg"] == "gather DPU facts failed: timeout must be a positive number of seconds, got 0"
+
+
+RDMA_ARGV = ("rdma", "link", "show")
+
+
+def test_rdma_links_are_read_once_in_the_same_run_as_the_firmware(run_module, fake_runner):
+    # The rolling upgrade's health gate: versions and links in one module run (rdma-link fixtures: one ACTIVE and
+    # one DOWN port, first-release layout; one ACTIVE port, current layout).
+    answers = dpu_answers()
+    answers[RDMA_ARGV] = ok("rdma-link", "from-format-old-ifindex-prefix-ib-and-roce")
+    runner = fake_runner(answers)
+    failed, result = run_module(dpu_info, {"filter": ["firmware", "dpu_os", "rdma_links"]}, runner)
+    assert not failed, result
+    assert runner.cmd == [["mst", "status", "-v"], ["flint", "-d", BF3, "q"], ["bfver"], list(RDMA_ARGV)]
+    links = result["rdma_links"]
+    assert links["available"] is True and links["all_active"] is False
+    assert links["down"] == ["mlx5_1/1 DOWN"] and links["missing"] == []
+    assert [(link["ibdev"], link["state"]) for link in links["links"]] == [("mlx5_0", "ACTIVE"), ("mlx5_1", "DOWN")]
+    assert result["filter"] == ["firmware", "dpu_os", "rdma_links"]
+    answers[RDMA_ARGV] = ok("rdma-link", "sf-rdma-link-and-dev-show-parav")
+    failed, result = run_module(dpu_info, {"filter": ["rdma_links"]}, fake_runner(answers), check_mode=True)
+    assert not failed and result["rdma_links"]["all_active"] is True and result["rdma_links"]["down"] == []
+
+
+def test_rdma_links_not_in_the_default_and_agree_with_rdma_link_info(run_module, fake_runner):
+    from ansible_collections.bluefleet.dpu.plugins.modules import rdma_link_info
+
+    answers = dpu_answers()
+    answers[RDMA_ARGV] = ok("rdma-link", "from-format-old-ifindex-prefix-ib-and-roce")
+    runner = fake_runner(answers)
+    failed, result = run_module(dpu_info, {}, runner)
+    assert not failed and "rdma_links" not in result and list(RDMA_ARGV) not in runner.cmd
+    failed, mine = run_module(dpu_info, {"filter": ["rdma_links"]}, fake_runner(answers))
+    failed_too, theirs = run_module(rdma_link_info, {}, fake_runner(answers))
+    assert not failed and not failed_too
+    assert {k: mine["rdma_links"][k] for k in ("links", "all_active", "down", "missing")} == \
+        {k: theirs[k] for k in ("links", "all_active", "down", "missing")}
+
+
+def test_rdma_links_missing_tool_is_unavailable_and_garbage_fails(run_module, fake_runner):
+    failed, result = run_module(dpu_info, {"filter": ["rdma_links"]}, fake_runner(dpu_answers(), missing={"rdma"}))
+    assert not failed, result
+    assert result["rdma_links"] == {"available": False, "reason": "rdma not found on PATH"}
+    assert result["tools_missing"] == ["rdma"]
+    answers = dpu_answers()
+    answers[RDMA_ARGV] = (0, "link mlx5_0/1 state\n", "")
+    failed, result = run_module(dpu_info, {"filter": ["firmware", "rdma_links"]}, fake_runner(answers))
+    assert failed
+    assert result["msg"].startswith("parse rdma link show output failed:"), result["msg"]
+    assert "bluefleet parse rdma-link" in result["msg"]
+    answers[RDMA_ARGV] = (1, "", "rdma: no such device\n")
+    failed, result = run_module(dpu_info, {"filter": ["rdma_links"]}, fake_runner(answers))
+    assert failed and result["msg"].startswith("read the RDMA ports with rdma link show failed:"), result["msg"]
