@@ -244,8 +244,9 @@ def _bfb_from_the_host_changes_the_dpu_os(inv: Path, tmp_path: Path, host: str, 
     assert [(e["host"], e["res"]["changed"]) for e in installs] == [(dpu, True)], installs
     assert installs[0]["res"]["versions"]["before"]["release"] == OLD_RELEASE
     assert installs[0]["res"]["versions"]["after"]["release"] == NEW_RELEASE
+    gate_task = "Health gate, read the links and what the node runs, in one run (step 'health gate')"
     gate = [e["event_data"]["res"] for e in first["events"] if e.get("event") == "runner_on_ok"
-            and e["event_data"].get("task") == "Health gate, read the node again (step 'health gate')"]
+            and e["event_data"].get("task") == gate_task]
     assert [g["dpu_os"]["release"] for g in gate] == [NEW_RELEASE]  # dpu_info, run in the DPU container
 
     again = run_playbook("playbooks/upgrade.yml", inv, "-e", "@%s" % extra)
