@@ -49,7 +49,8 @@ BIN = Path(sys.executable).parent
 FLOOR_TASKS = 15
 
 # The front-end of one twin tool with CPU accounting: the same call as `dpusim env` writes (dpusim.cli), then one
-# line "<end time> <cpu seconds> <tool>" appended to $BENCH_TWIN_CPU_LOG (a single write, O_APPEND).
+# line "<end time> <cpu seconds> <tool> <worker>" appended to $BENCH_TWIN_CPU_LOG (a single write, O_APPEND); <worker>
+# is the Ansible worker the tool ran under (--profile, callback_plugins/bench_workers.py) or "-".
 TOOL_TEMPLATE = """#!{python}
 # dpusim front-end for {name!r} with CPU accounting; written by bench/fleet/run.py.
 import os, resource, sys, time
@@ -60,7 +61,8 @@ def _account():
         own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        os.write(fd, ("%.6f %.6f %s\\n" % (time.time(), cpu, {name!r})).encode())
+        worker = os.environ.get("BENCH_WORKER", "-")
+        os.write(fd, ("%.6f %.6f %s %s\\n" % (time.time(), cpu, {name!r}, worker)).encode())
         os.close(fd)
 try:
     {call}
@@ -87,9 +89,14 @@ def parse_args(argv=None):
                         help="extra vars for the playbook (repeatable), e.g. bluefleet_validate=false")
     parser.add_argument("--json", type=Path, help="write the result here (default: print only)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary fleet directory")
+    parser.add_argument("--profile", action="store_true",
+                        help="split the CPU per task: ansible-playbook's own, each worker's, each module's (twin "
+                             "tools excluded); linear and free strategies only")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.forks < 1 or args.time_scale < 0:
         parser.error("--nodes and --forks must be >= 1 and --time-scale >= 0")
+    if args.profile and args.strategy.startswith("mitogen_"):
+        parser.error("--profile: under Mitogen the modules do not run in the workers' children; use linear or free")
     return args
 
 
@@ -154,8 +161,9 @@ def read_twin_log(path):
     rows = []
     if path.exists():
         for line in path.read_text().splitlines():
-            end, cpu, tool = line.split(" ", 2)
-            rows.append((float(end), float(cpu), tool))
+            end, cpu, rest = line.split(" ", 2)
+            tool, _, worker = rest.partition(" ")
+            rows.append((float(end), float(cpu), tool, worker or "-"))
     return rows
 
 
@@ -163,7 +171,9 @@ def run_one(label, playbook, inventory, work, env, extra_args):
     """Run one playbook; wall, CPU split into twin / rest, module runs per host and per stage."""
     events_path = work / ("events-%s.jsonl" % label)
     twin_path = work / ("twin-%s.log" % label)
-    run_env = dict(env, BENCH_FLEET_EVENTS=str(events_path), BENCH_TWIN_CPU_LOG=str(twin_path))
+    workers_path = work / ("workers-%s.jsonl" % label)
+    run_env = dict(env, BENCH_FLEET_EVENTS=str(events_path), BENCH_TWIN_CPU_LOG=str(twin_path),
+                   BENCH_FLEET_WORKERS=str(workers_path))
     load_before = os.getloadavg()
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started_wall, started = time.time(), time.monotonic()
@@ -179,7 +189,7 @@ def run_one(label, playbook, inventory, work, env, extra_args):
     runs_per_host = {}
     for e in results:
         runs_per_host[e["host"]] = runs_per_host.get(e["host"], 0) + e["runs"]
-    twin_cpu = sum(c for _, c, _ in twin)
+    twin_cpu = sum(row[1] for row in twin)
     out = {
         "rc": proc.returncode, "wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 2),
         "twin_cpu_seconds": round(twin_cpu, 2), "twin_tool_calls": len(twin),
@@ -189,9 +199,47 @@ def run_one(label, playbook, inventory, work, env, extra_args):
         "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
         "stages": stages(events, twin, started_wall, started_wall + wall),
     }
+    if workers_path.exists():
+        out["profile"] = profile(workers_path, twin)
     if proc.returncode != 0:
         out["output_tail"] = (proc.stdout + proc.stderr)[-4000:]
     return out
+
+
+def profile(workers_path, twin, top=20):
+    """--profile: the run's CPU excluding the twin split into ansible-playbook's own, the workers' own (the
+    controller's per-task work) and the module processes'; the same per kind of result (a worker that ran a
+    module process or not) and per task (summed over hosts, the costliest first)."""
+    twin_by_worker = {}
+    for row in twin:
+        twin_by_worker[row[3]] = twin_by_worker.get(row[3], 0.0) + row[1]
+    records = [json.loads(line) for line in workers_path.read_text().splitlines()]
+    main = sum(r["main_self"] for r in records if "main_self" in r)
+    workers = [r for r in records if "worker" in r]
+    tasks, kinds = {}, {}
+    for r in workers:
+        module = max(r["children"] - twin_by_worker.get(str(r["worker"]), 0.0), 0.0)
+        kind = kinds.setdefault("with a module process" if r["children"] > 0 else "controller only",
+                                {"results": 0, "worker_cpu": 0.0, "module_cpu": 0.0})
+        key = "%s | %s" % (r["action"], r["task"])
+        task = tasks.setdefault(key, {"task": r["task"], "action": r["action"], "results": 0, "worker_cpu": 0.0,
+                                      "module_cpu": 0.0})
+        for entry in (kind, task):
+            entry["results"] += 1
+            entry["worker_cpu"] += r["self"]
+            entry["module_cpu"] += module
+    rounded = [dict(t, worker_cpu=round(t["worker_cpu"], 2), module_cpu=round(t["module_cpu"], 2))
+               for t in tasks.values()]
+    rounded.sort(key=lambda t: -(t["worker_cpu"] + t["module_cpu"]))
+    return {
+        "ansible_playbook_cpu": round(main, 2),
+        "workers_cpu": round(sum(r["self"] for r in workers), 2),
+        "module_processes_cpu_excluding_twin": round(sum(k["module_cpu"] for k in kinds.values()), 2),
+        "results": len(workers),
+        "by_kind": {name: {"results": k["results"], "worker_cpu": round(k["worker_cpu"], 2),
+                           "module_cpu": round(k["module_cpu"], 2)} for name, k in kinds.items()},
+        "tasks": rounded[:top],
+    }
 
 
 def stages(events, twin, start, end):
@@ -225,7 +273,7 @@ def stages(events, twin, start, end):
             runs[index][e["host"]] += e["runs"]
     for index, (stage, t0, c0) in enumerate(marks[:-1]):
         t1, c1 = marks[index + 1][1], marks[index + 1][2]
-        twin_cpu = sum(c for t, c, _ in twin if t0 <= t < t1)
+        twin_cpu = sum(row[1] for row in twin if t0 <= row[0] < t1)
         hosts = runs.get(index, {})
         out.append({"stage": stage, "wall_seconds": round(t1 - t0, 2), "cpu_seconds": round(c1 - c0, 2),
                     "twin_cpu_seconds": round(twin_cpu, 2),
@@ -239,7 +287,8 @@ def run_bench(args):
     floor = write_floor(work)
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), DPUSIM_TIME_SCALE=repr(args.time_scale),
                ANSIBLE_FORKS=str(args.forks), ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="bench_count",
+               ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"),
+               ANSIBLE_CALLBACKS_ENABLED="bench_count,bench_workers" if args.profile else "bench_count",
                PATH="%s%s%s" % (BIN, os.pathsep, os.environ.get("PATH", "")))
     env.update(strategy_env(args.strategy))
     for name in ("BLUEFLEET_SIM_NODES", "BLUEFLEET_SIM_STATE"):
@@ -317,6 +366,19 @@ def table(result):
             lines.append("                         %-12s %8.1f %8.1f %8.1f %9.1f" % (
                 stage["stage"], stage["wall_seconds"], stage["cpu_seconds"], stage["twin_cpu_seconds"],
                 stage["module_runs"] / result["nodes"]))
+    for label in ("first", "rerun"):
+        prof = (result["runs"].get(label) or {}).get("profile")
+        if not prof:
+            continue
+        lines.append("profile of the %s run (CPU s, twin excluded): ansible-playbook %.1f, workers %.1f, module "
+                     "processes %.1f; %d task results" % (label, prof["ansible_playbook_cpu"], prof["workers_cpu"],
+                                                         prof["module_processes_cpu_excluding_twin"], prof["results"]))
+        for kind, k in sorted(prof["by_kind"].items()):
+            lines.append("  %-22s %5d results, workers %7.1f, modules %7.1f" % (
+                kind, k["results"], k["worker_cpu"], k["module_cpu"]))
+        for task in prof["tasks"][:10]:
+            lines.append("  %7.2f %7.2f %4d  %s" % (task["worker_cpu"], task["module_cpu"], task["results"],
+                                                   task["task"][:90]))
     if "rerun_wall_vs_first" in result:
         lines.append("no-op re-run / first run: wall %.0f %%, CPU excluding twin %.0f %%" % (
             100 * result["rerun_wall_vs_first"], 100 * result["rerun_cpu_vs_first"]))

@@ -15,7 +15,8 @@ from conftest import ROOT, ansible_env
 def test_fleet_bench_runs_at_four_pairs(tmp_path, collection_link):
     out = tmp_path / "result.json"
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "fleet" / "run.py"), "--nodes", "4",
-                           "--playbook", "playbooks/preflight.yml", "--floor-runs", "1", "--json", str(out)],
+                           "--playbook", "playbooks/preflight.yml", "--floor-runs", "1", "--profile",
+                           "--json", str(out)],
                           capture_output=True, text=True, timeout=1800, env=ansible_env(), check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(out.read_text())
@@ -35,3 +36,18 @@ def test_fleet_bench_runs_at_four_pairs(tmp_path, collection_link):
     assert [stage["stage"] for stage in first["stages"]] == ["preflight"]
     assert first["stages"][0]["module_runs"] == first["module_runs"]
     assert "no-op re-run / first run" in proc.stdout
+    # --profile: ansible-playbook's own CPU, its workers' and their module processes' (twin tools taken out by the
+    # worker each one logged) account for the run's CPU excluding the twin; the floor's 15 x 8 command tasks are
+    # 120 workers that each ran a module process
+    for run in (first, rerun):
+        prof = run["profile"]
+        parts = prof["ansible_playbook_cpu"] + prof["workers_cpu"] + prof["module_processes_cpu_excluding_twin"]
+        assert prof["ansible_playbook_cpu"] > 0 and prof["workers_cpu"] > 0
+        assert prof["module_processes_cpu_excluding_twin"] > 0
+        assert abs(parts - run["cpu_seconds_excluding_twin"]) < 0.1 * run["cpu_seconds_excluding_twin"], (parts, run)
+        assert sum(kind["results"] for kind in prof["by_kind"].values()) == prof["results"] > 0
+        assert prof["tasks"] and prof["tasks"][0]["worker_cpu"] + prof["tasks"][0]["module_cpu"] >= max(
+            t["worker_cpu"] + t["module_cpu"] for t in prof["tasks"])
+    assert list(floor["profile"]["by_kind"]) == ["with a module process"]
+    assert floor["profile"]["results"] == 120
+    assert "profile of the first run" in proc.stdout

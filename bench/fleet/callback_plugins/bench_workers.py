@@ -1,0 +1,72 @@
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark callback for ``bench/fleet/run.py --profile``: where a run's CPU goes, per task.
+
+Ansible runs each task of each host in a worker process forked from ansible-playbook; the worker templates the
+task and runs its action plugin on the controller, and the module runs in a child process of the worker (the
+local connection). This callback wraps the worker's entry point so that, when a worker ends, it writes one JSON
+line: its host and task, its own CPU (the controller's share of that task) and its children's CPU (the module
+process and the twin tools it ran, which ``run.py`` subtracts: each twin tool logs the worker it ran under from
+``BENCH_WORKER``). At the end of the run it writes ansible-playbook's own CPU (the strategy: variables, includes,
+results). Linear and free strategies only: under Mitogen the modules do not run in the workers' children.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+
+from ansible.executor.process import worker as _worker
+from ansible.plugins.callback import CallbackBase
+
+DOCUMENTATION = r"""
+name: bench_workers
+type: aggregate
+short_description: Per-task CPU of Ansible's worker processes for bench/fleet --profile
+description:
+  - Writes one JSON line per task and host (the worker's own CPU and its children's) and one with
+    ansible-playbook's own CPU to the file in E(BENCH_FLEET_WORKERS).
+"""
+
+
+def _write(record):
+    path = os.environ.get("BENCH_FLEET_WORKERS")
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.write(fd, (json.dumps(record) + "\n").encode())
+        os.close(fd)
+
+
+def _cpu(who):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+_RUN = _worker.WorkerProcess._run
+
+
+def _profiled_run(self):
+    os.environ["BENCH_WORKER"] = str(os.getpid())  # inherited by the module process and the twin tools it runs
+    started = time.time()
+    try:
+        return _RUN(self)
+    finally:
+        _write({"worker": os.getpid(), "host": self._host.get_name(), "task": self._task.get_name(),
+                "action": self._task.action, "self": _cpu(resource.RUSAGE_SELF),
+                "children": _cpu(resource.RUSAGE_CHILDREN), "start": started, "end": time.time()})
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "bench_workers"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self):
+        super().__init__()
+        _worker.WorkerProcess._run = _profiled_run  # before the strategy forks its first worker
+
+    def v2_playbook_on_stats(self, stats):
+        _write({"main_self": _cpu(resource.RUSAGE_SELF)})
