@@ -21,8 +21,8 @@ from conftest import ROOT, ansible_env, make_sim_inventory, run_playbook, twin_s
 
 from dpusim import linux_state, state
 
-CARD_TASK = "Publish the card facts as bluefleet_dpu_info"
-GPU_TASK = "Publish the GPU facts as bluefleet_gpu_info"
+# One task publishes both (bluefleet_gpu_info only where there are GPUs: the GPU hosts).
+CARD_TASK = GPU_TASK = "Publish the card and GPU facts as bluefleet_dpu_info and bluefleet_gpu_info"
 
 
 def _plain(value):
@@ -53,7 +53,7 @@ def _facts(run, task, key):
     out = {}
     for event in run["events"]:
         data = event.get("event_data", {})
-        if event.get("event") == "runner_on_ok" and data.get("task") == task:
+        if event.get("event") == "runner_on_ok" and data.get("task") == task and key in data["res"]["ansible_facts"]:
             out[data["host"]] = data["res"]["ansible_facts"][key]
     return out
 
