@@ -67,3 +67,15 @@ def test_inputs_phase_covers_every_other_role():
     defaults = _load("defaults", "main.yml")
     roles = sorted(p.name for p in ROLE.parent.iterdir() if (p / "meta" / "argument_specs.yml").exists())
     assert sorted(defaults["preflight_input_roles"]) == sorted(set(roles) - {"preflight"})
+
+
+def test_no_two_roles_share_an_input_name():
+    """inputs.yml validates every role's options as one spec: a name two roles shared would be checked against one of
+    the two specs only."""
+    owner = {}
+    for role in _load("defaults", "main.yml")["preflight_input_roles"]:
+        spec = yaml.safe_load((ROLE.parent / role / "meta" / "argument_specs.yml").read_text(encoding="utf-8"))
+        for name in spec["argument_specs"]["main"]["options"]:
+            assert name not in owner, "%s: in %s and %s" % (name, owner.get(name), role)
+            owner[name] = role
+    assert len(owner) > 100
