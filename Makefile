@@ -49,7 +49,9 @@ ee: venv
 # make test's (scripts/run-phases.sh).
 # images+lint+sanity+unit: the image builds (mostly waiting on debootstrap, apt and pip downloads) run beside the
 # static checks and the unit tests, which need no image; the integration tests and Molecule use the images.
-TEST_PHASES := images+lint+sanity+unit realtools integration molecule
+# integration+molecule: Molecule mostly waits on the lab (packet captures, daemons, containers; its CPU is 36 %
+# busy when it runs alone), the integration tests keep both cores busy; each lab has its own prefix and subnets.
+TEST_PHASES := images+lint+sanity+unit realtools integration+molecule
 test: venv
 	scripts/ensure-docker.sh
 	scripts/ensure-chromium.sh

@@ -4,8 +4,10 @@
 #   make test: lint          1m 02s  ok
 #   make test: sanity        3m 10s  FAILED (rc 2)
 #
-# PHASE1+PHASE2 runs those phases side by side (each into its own log, printed whole when both are done, so the
-# CI log stays readable); use it only for phases that share no files and each use about one core.
+# PHASE1+PHASE2 runs those phases side by side: the first one's output streams as it comes (a CI log never goes
+# quiet for the length of a phase), each other one goes to its own log, printed whole when the group is done, so
+# the CI log stays readable. Use it for phases that share no files and together keep the cores busy without
+# fighting for them (a phase that mostly waits beside one that computes).
 # Every phase runs even when an earlier one failed (a CI log then shows all of them); the exit status is the
 # first failing phase's, so a failing phase still fails `make test`. The lines are printed on an interrupt too
 # (the phases under way read "interrupted").
@@ -67,17 +69,28 @@ for group in "$@"; do
     continue
   fi
   pids=()
-  for m in "${members[@]}"; do
-    ( s=$(date +%s); $make_cmd --no-print-directory "$m" > "$work/$m.log" 2>&1; rc=$?
+  echo "==== make ${members[0]} (side by side with: ${group//+/ }; the others' logs follow when all are done) ===="
+  for i in "${!members[@]}"; do
+    m=${members[$i]}
+    ( s=$(date +%s)
+      if [ "$i" = 0 ]; then
+        $make_cmd --no-print-directory "$m" 2>&1
+      else
+        $make_cmd --no-print-directory "$m" > "$work/$m.log" 2>&1
+      fi
+      rc=$?
       echo "$rc $(($(date +%s) - s))" > "$work/$m.stat"; exit "$rc" ) &
     pids+=("$!")
   done
   for p in "${pids[@]}"; do wait "$p"; done
   pids=()
   running=()
-  for m in "${members[@]}"; do
-    echo "==== make $m (side by side with: ${group//+/ }) ===="
-    cat "$work/$m.log"
+  for i in "${!members[@]}"; do
+    m=${members[$i]}
+    if [ "$i" != 0 ]; then
+      echo "==== make $m (side by side with: ${group//+/ }) ===="
+      cat "$work/$m.log"
+    fi
     read -r rc took < "$work/$m.stat"
     record "$m" "$took" "$rc"
   done

@@ -4,7 +4,8 @@ Marked ``docker``: with no Docker engine these tests FAIL with a message saying 
 (scripts/ensure-docker.sh); they are never skipped. They need root (veths by container PID) and
 the lab images (built once, then reused: the first run on a fresh machine takes ~2 minutes).
 The lab prefix ``bft<6 hex of the checkout's path>`` (or $BLUEFLEET_TEST_LAB_PREFIX) keeps them apart from a
-demo lab (``bf``), Molecule's (``mol``) and the lab tests of another checkout on the same engine.
+demo lab (``bf``), Molecule's (``mol``, which `make test` runs beside the integration phase), the dividend lab's
+(``bfdv``) and the lab tests of another checkout on the same engine.
 """
 
 from __future__ import annotations
@@ -31,7 +32,24 @@ ANSIBLE_STRATEGY = "linear"
 
 ROOT = Path(__file__).resolve().parents[2]
 BLUEFLEET = str(Path(sys.executable).parent / "bluefleet")
-PREFIX = os.environ.get("BLUEFLEET_TEST_LAB_PREFIX") or "bft" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:6]
+# The labs that may stand beside this file's: a demo lab, Molecule's (`make test` runs Molecule beside the
+# integration phase) and test_dividend_lab.py's.
+NEIGHBOUR_PREFIXES = (lab_wiring.DEFAULT_PREFIX, "mol", os.environ.get("BLUEFLEET_DIVIDEND_LAB", "bfdv"))
+
+
+def lab_prefix_for(root: Path) -> str:
+    """``bft`` + 6 hex digits of the checkout's path; the next digits of the hash where that prefix's subnets would
+    be a neighbour lab's (the subnet is picked from the prefix: about 1 checkout in 66 would clash otherwise)."""
+    digest = hashlib.sha256(str(root).encode()).hexdigest()
+    taken = {lab_wiring.default_fabric_subnet(p) for p in NEIGHBOUR_PREFIXES}
+    for start in range(0, len(digest) - 5):
+        prefix = "bft" + digest[start:start + 6]
+        if lab_wiring.default_fabric_subnet(prefix) not in taken:
+            return prefix
+    raise AssertionError("no lab prefix for %s leaves the neighbour labs' subnets free" % root)
+
+
+PREFIX = os.environ.get("BLUEFLEET_TEST_LAB_PREFIX") or lab_prefix_for(ROOT)
 
 
 def lab(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -86,6 +104,20 @@ def _twin_role(container: str) -> str:
 
 
 # ------------------------------------------------------------------ no engine needed
+def test_lab_prefix_leaves_the_neighbour_labs_subnets_free():
+    """A checkout whose first 6 hex digits would give Molecule's or the dividend lab's subnet gets the next digits:
+    the lab tests and Molecule run at the same time under `make test`."""
+    taken = {lab_wiring.default_fabric_subnet(p) for p in NEIGHBOUR_PREFIXES}
+    clashing = next(Path("/clone-%d" % i) for i in range(100000)
+                    if lab_wiring.default_fabric_subnet(
+                        "bft" + hashlib.sha256(b"/clone-%d" % i).hexdigest()[:6]) in taken)
+    plain = "bft" + hashlib.sha256(str(clashing).encode()).hexdigest()[:6]
+    chosen = lab_prefix_for(clashing)
+    assert chosen != plain and chosen.startswith("bft") and len(chosen) == 9
+    assert lab_wiring.default_fabric_subnet(chosen) not in taken
+    assert lab_prefix_for(ROOT) == lab_prefix_for(ROOT)  # the same checkout, the same lab
+
+
 def test_molecule_scenario_uses_the_lab_layout():
     """molecule/default names its platforms, volumes and pairing vars as `bluefleet lab up` does."""
     spec = yaml.safe_load((ROOT / "molecule" / "default" / "molecule.yml").read_text())

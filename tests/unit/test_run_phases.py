@@ -48,8 +48,32 @@ def test_phases_side_by_side_each_get_their_line_and_log(tmp_path):
     rc, rows, out = run(tmp_path, "lint+sanity", "unit", fail={"lint": 3})
     assert rc == 3, out
     assert rows == [("lint", "FAILED (rc 3)"), ("sanity", "ok"), ("unit", "ok"), ("wall", "FAILED (rc 3)")]
-    assert "==== make lint (side by side with: lint sanity) ====" in out
+    assert "==== make lint (side by side with: lint sanity; the others' logs follow when all are done) ====" in out
     assert "==== make sanity (side by side with: lint sanity) ====" in out
+
+
+def test_the_first_phase_of_a_group_streams_and_the_others_follow_whole(tmp_path):
+    """The first phase's output comes while it runs (a CI log does not go quiet for a whole phase): phase a waits
+    until the reader has seen its line, which a buffered log would never show in time. The other phase's log is
+    printed once, whole, under its own heading, after the group."""
+    seen = tmp_path / "seen"
+    fake = tmp_path / "fake-make"
+    fake.write_text('#!/usr/bin/env bash\nphase=${@: -1}\necho "$phase says hello"\n[ "$phase" = b ] && exit 0\n'
+                    'for _ in $(seq 100); do [ -e %s ] && exit 0; sleep 0.1; done\nexit 7\n' % seen)
+    fake.chmod(0o755)
+    proc = subprocess.Popen([str(SCRIPT), "a+b"], env=dict(os.environ, MAKE=str(fake)), stdout=subprocess.PIPE,
+                            text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.strip() == "a says hello":
+            seen.touch()
+    proc.wait(timeout=60)
+    out = "".join(lines)
+    assert proc.returncode == 0, out
+    assert out.count("a says hello") == 1 and out.count("b says hello") == 1, out
+    assert out.index("a says hello") < out.index("==== make b (side by side with: a b) ====") < \
+        out.index("b says hello"), out
 
 
 def test_side_by_side_phases_really_overlap(tmp_path):
