@@ -19,7 +19,10 @@ import os
 import shlex
 import subprocess
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 WANTS = Path("etc/systemd/system/multi-user.target.wants")
 UNIT_TIMEOUT_S = 120.0

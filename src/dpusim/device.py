@@ -22,9 +22,12 @@ What activates what (hardware-facts.md section 2, modelled conservatively):
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from dpusim import faults, linux_state
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 POWER_CYCLE_ONLY = ("INTERNAL_CPU_MODEL", "INTERNAL_CPU_OFFLOAD_ENGINE")
 

@@ -32,7 +32,10 @@ import re
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 CONF = Path("etc/mellanox/mlnx-bf.conf")
 INIT_SCRIPT = Path("etc/init.d/openibd")

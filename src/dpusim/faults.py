@@ -9,7 +9,10 @@ see them; node-level faults live in ``node.json`` ``faults``.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 # name -> (scope, description)
 FAULTS: dict[str, tuple[str, str]] = {

@@ -15,12 +15,14 @@ applies it (``consume_writes``) and renders the snapshot again. ``dpusim rshim w
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from pathlib import Path
-from typing import Any
 
 from dpusim import rshim
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _write(path: Path, text: str) -> None:
@@ -52,6 +54,8 @@ def render_card(node: Any, card: Any) -> None:
         path = _misc_path(node, card)
         text = rshim.render_misc(node, card, consume=False)
         _write(path, text)
+        import hashlib  # only where a host renders a misc snapshot: most tool calls never need it
+
         _write(path.with_name(path.name + ".sha256"), hashlib.sha256(text.encode()).hexdigest() + "\n")
 
 
@@ -60,6 +64,8 @@ def consume_writes(node: Any) -> bool:
     applied = False
     if node.role != "host":
         return applied
+    import hashlib  # see render_card
+
     for card in node.cards:
         if not card.is_bluefield:
             continue

@@ -30,9 +30,12 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
 
 from dpusim import profiles
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAGIC = b"DPUSIM-IMAGE/1\n"
 KINDS = ("nic-fw", "bfb")

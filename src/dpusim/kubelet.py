@@ -34,9 +34,12 @@ import secrets
 import socket
 import time
 from pathlib import Path
-from typing import Any
 
 from dpusim import state
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 ENV_DIR = "DPUSIM_KUBELET_DIR"
 SUFFIXES = (".yaml", ".yml", ".json")

@@ -25,9 +25,11 @@ from __future__ import annotations
 import copy
 import ipaddress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
 if TYPE_CHECKING:  # linux_state is a view over the node model; state imports it (no cycle at run time)
+    from typing import Any
+
     from dpusim.state import Card, Node
 
 MELLANOX = "15b3"

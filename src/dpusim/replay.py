@@ -18,7 +18,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 REPLAY_FILE = "replay.json"
 NOT_CAPTURED_RC = 3

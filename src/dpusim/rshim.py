@@ -20,9 +20,12 @@ bfb-install fixture in tests/unit/fixtures/parsers/bfb-install (no PSC lines on 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from dpusim import clock, device, faults
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 EMMC_BOOT = [
     ("INFO", "PSC", "PSC BL1 START"),

@@ -36,9 +36,12 @@ from __future__ import annotations
 import hashlib
 import shlex
 from pathlib import Path
-from typing import Any
 
 from dpusim import state
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIG_DIR = "etc/nvda_snap"
 SPDK_FILE = "spdk_rpc_init.conf"

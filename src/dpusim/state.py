@@ -40,12 +40,14 @@ import copy
 import fcntl
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from dpusim import driver, files, linux_state, profiles
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 ENV_ROOT = "DPUSIM_ROOT"
 NODE_FILE = "node.json"
@@ -85,6 +87,8 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` atomically: temp file in the same directory, fsync, ``os.replace``."""
+    import tempfile  # only on a write: a tool call that only reads starts without it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", dir=str(path.parent))
     try:

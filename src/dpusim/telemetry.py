@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from dpusim import state
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 IMAGE_REPO = "nvcr.io/nvidia/doca/doca_telemetry"
 CONFIG_REL = "opt/mellanox/doca/services/telemetry/config/dts_config.ini"

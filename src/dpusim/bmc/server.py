@@ -17,9 +17,12 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
 
 from dpusim.bmc import service
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_BODY = 256 * 1024 * 1024  # more than UpdateService.MaxImageSizeBytes (200 MiB)
 

@@ -44,10 +44,13 @@ import urllib.request
 from email.parser import BytesParser
 from email.policy import HTTP
 from pathlib import Path
-from typing import Any
 
 from dpusim import clock, faults, images, rshim, state
 from dpusim.bmc import tree
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Modelled durations in real (hardware) seconds, scaled by dpusim.clock like every twin duration.
 # dpu-update polls a BMC push for up to 20 min and a CEC push for up to 4 min; the twin takes a

@@ -16,7 +16,10 @@ Only what a twin can know is served; other URIs answer the BMC's 404 body (``not
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 FIRMWARES = ("23.10", "24.10")
 # BMC versions of the captures: the twin reports these until a BMC image is pushed.

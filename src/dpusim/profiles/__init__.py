@@ -20,7 +20,10 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 HERE = Path(__file__).resolve().parent
 NAMES = ("bluefield2", "bluefield3", "connectx7")

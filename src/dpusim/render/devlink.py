@@ -22,7 +22,10 @@ Data shapes (plain dicts):
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 PORT_ATTR_ORDER = ("type", "netdev", "ibdev", "flavour", "controller", "pfnum", "vfnum", "sfnum", "external",
                    "port", "splittable")

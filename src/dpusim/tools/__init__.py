@@ -16,7 +16,6 @@ Modules whose name starts with ``_`` are helpers, not tools.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable
 
 ToolMain = Callable[[list[str], str], int]
@@ -26,6 +25,8 @@ def registry() -> dict[str, ToolMain]:
     """Map every tool name to its ``main``; a name claimed twice is an error."""
     table: dict[str, ToolMain] = {}
     owners: dict[str, str] = {}
+    import pkgutil  # only for the whole registry: a tool call imports just its own module (dpusim.tool)
+
     for info in pkgutil.iter_modules(__path__):
         if info.name.startswith("_"):
             continue

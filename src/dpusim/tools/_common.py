@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from dpusim import faults, state
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ToolExit(Exception):
@@ -190,4 +192,6 @@ def passthrough(name: str, argv: list[str]) -> int:
         print("%s: command not found (dpusim passes %s through to the real tool, and none is installed)"
               % (name, name), file=sys.stderr)
         return 127
+    import subprocess  # only to pass through: a twin tool call starts without it
+
     return subprocess.call([binary, *argv])

@@ -8,8 +8,6 @@ applied to the real netdev too, so the lab's data path follows (e.g. ``tx off`` 
 
 from __future__ import annotations
 
-import subprocess
-
 from dpusim import linux_state as ls
 from dpusim import state
 from dpusim.render import ethtool as render
@@ -98,6 +96,8 @@ def _card_netdev(node: state.Node, nd: dict, opt: str, rest: list[str], argv: li
         # twin's: the twin's features come from its root alone, and no such device elsewhere is not an error)
         real = real_binary("ethtool")
         if real is not None:
+            import subprocess  # only where a real ethtool is installed (the lab), see dpusim.tools._common.passthrough
+
             subprocess.run([real, *argv], capture_output=True, timeout=30, check=False)
     return rc
 

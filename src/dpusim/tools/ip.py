@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from dpusim import driver, state
@@ -169,6 +168,8 @@ def installed_children() -> list[dict]:
     swanctl = shutil.which("swanctl")
     if swanctl is None:
         return []
+    import subprocess  # only where strongSwan is installed (the lab), see dpusim.tools._common.passthrough
+
     try:
         proc = subprocess.run([swanctl, "--list-sas", "--raw"], capture_output=True, text=True, timeout=30,
                               check=False)

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from typing import Any
 
 from dpusim import kubelet, state
 from dpusim.tools._common import ToolExit, check_arm_up, emit, run_tool
+
+TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAMES = ("vtysh",)
 CONTAINER = "doca-hbn"
