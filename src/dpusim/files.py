@@ -54,7 +54,7 @@ def render_card(node: Any, card: Any) -> None:
         path = _misc_path(node, card)
         text = rshim.render_misc(node, card, consume=False)
         _write(path, text)
-        import hashlib  # only where a host renders a misc snapshot: most tool calls never need it
+        import hashlib  # a host's calls only: a DPU's tool calls start without it
 
         _write(path.with_name(path.name + ".sha256"), hashlib.sha256(text.encode()).hexdigest() + "\n")
 
@@ -64,7 +64,7 @@ def consume_writes(node: Any) -> bool:
     applied = False
     if node.role != "host":
         return applied
-    import hashlib  # see render_card
+    import hashlib  # a host's calls only, as in render_card
 
     for card in node.cards:
         if not card.is_bluefield:
