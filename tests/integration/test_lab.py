@@ -39,7 +39,7 @@ NEIGHBOUR_PREFIXES = (lab_wiring.DEFAULT_PREFIX, "mol", os.environ.get("BLUEFLEE
 
 def lab_prefix_for(root: Path) -> str:
     """``bft`` + 6 hex digits of the checkout's path; the next digits of the hash where that prefix's subnets would
-    be a neighbour lab's (the subnet is picked from the prefix: about 1 checkout in 66 would clash otherwise)."""
+    be a neighbour lab's (the subnet is picked from the prefix: about 1 checkout in 100 would clash otherwise)."""
     digest = hashlib.sha256(str(root).encode()).hexdigest()
     taken = {lab_wiring.default_fabric_subnet(p) for p in NEIGHBOUR_PREFIXES}
     for start in range(0, len(digest) - 5):
