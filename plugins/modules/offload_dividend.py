@@ -66,6 +66,13 @@ options:
       client after this long (C(--idle-timeout)).
     type: int
     default: 120
+  connect_wait:
+    description: >-
+      Seconds the sending end tries again, once a second, while the receiving end is not listening yet (its
+      iperf3 answers C(Connection refused)): the receiving end starts in the background and may be slow to
+      listen on a busy host. Counted from the first try.
+    type: int
+    default: 30
 attributes:
   check_mode:
     description: A measurement puts load on the hosts and the fabric, so it does not run in check mode (skipped).
@@ -186,7 +193,6 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 )
 
 LABEL = "measure the offload dividend"
-REFUSED_RETRIES = 15
 NOT_MEASURABLE = ("not measurable on a twin: %s does not exist, so this host has no CPU accounting to read "
                   "(a device twin moves no real bytes; run the measurement on real hosts or the container lab)")
 
@@ -263,15 +269,20 @@ def measure(runner, params):
     out["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     before = reader.sample()
     # the sending end stops at the timeout; the receiving end's own --idle-timeout ends it, plus a margin
-    for _attempt in range(REFUSED_RETRIES if params["server"] else 1):
-        # the sending end starts the moment its task runs: give the receiving end's iperf3 time to listen
+    # the sending end starts the moment its task runs: it gives the receiving end's iperf3 connect_wait to listen
+    give_up = time.monotonic() + max(0, params["connect_wait"])
+    while True:
         result = runner.run(iperf_argv(params), timeout=params["timeout"] + (0 if params["server"] else 30))
-        if "Connection refused" not in result.stdout:
+        refused = bool(params["server"]) and "Connection refused" in result.stdout
+        if not refused or time.monotonic() >= give_up:
             break
         time.sleep(1)
         before = reader.sample()
     after = reader.sample()
     what = "%s: iperf3 %s %s" % (LABEL, "to " + params["server"] if params["server"] else "server", params["route"])
+    if refused:
+        what += " (no iperf3 server listened on %s port %d within connect_wait %d s)" % (
+            params["server"], params["port"], params["connect_wait"])
     if result.timed_out:
         raise ToolError("%s failed: the transfer did not finish in %d s: raise timeout or lower size_mb"
                         % (what, params["timeout"]), result)
@@ -314,6 +325,7 @@ def argument_spec():
         "user_hz": {"type": "int", "default": 100},
         "fs_root": fs_root_spec(),
         "timeout": timeout_spec(120),
+        "connect_wait": {"type": "int", "default": 30},
     }
 
 

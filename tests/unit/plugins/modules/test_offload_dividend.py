@@ -12,6 +12,7 @@ import json
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import offload_dividend
 from fake_tools import FakeRunner, fixture_text
 
@@ -91,15 +92,48 @@ def test_receiving_end_argv(run_module, tmp_path):
     assert res["role"] == "server" and res["path"] == "host" and res["cmd"][0] == server
 
 
+def fake_clock(monkeypatch):
+    """time.monotonic advanced only by time.sleep: the module's tries counted in seconds, not run in them."""
+    now = [1000.0]
+    monkeypatch.setattr(offload_dividend.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(offload_dividend.time, "sleep", lambda s: now.__setitem__(0, now[0] + s))
+
+
 def test_transfer_failure_names_the_error(run_module, tmp_path, monkeypatch):
-    monkeypatch.setattr(offload_dividend, "REFUSED_RETRIES", 2)
-    monkeypatch.setattr(offload_dividend.time, "sleep", lambda s: None)
+    fake_clock(monkeypatch)
     root = host(tmp_path)
-    failed, res = run_module(offload_dividend, {"server": "10.10.0.2", "fs_root": str(root)},
+    failed, res = run_module(offload_dividend, {"server": "10.10.0.2", "fs_root": str(root), "connect_wait": 2},
                              Transfer({tuple(CLIENT): (1, REFUSED, "")}, root))
     assert failed
     assert "Connection refused" in res["msg"] and "iperf3 to 10.10.0.2" in res["msg"]
-    assert res["cmd"] == [CLIENT, CLIENT]  # the receiving end may still be starting: retried
+    assert "no iperf3 server listened on 10.10.0.2 port 5201 within connect_wait 2 s" in res["msg"]
+    assert res["cmd"] == [CLIENT] * 3  # the receiving end may still be starting: tried at 0, 1 and 2 s
+
+
+def test_a_late_receiving_end_is_waited_for_up_to_connect_wait(run_module, tmp_path, monkeypatch):
+    """A receiving end that listens only after 40 s (a busy host starting its background job): refused 40 times,
+    then measured, within the default connect_wait of the playbook (60) but not the module's 30."""
+    fake_clock(monkeypatch)
+    root = host(tmp_path)
+
+    class Late(Transfer):
+        """Refused for the first 40 tries (one a second), then the transfer."""
+
+        def run(self, argv, timeout=None):
+            if list(argv) == CLIENT and self.cmd.count(CLIENT) < 40:
+                self.cmd.append(list(argv))
+                return CommandResult(argv, 1, REFUSED, "")
+            return super().run(argv, timeout)
+
+    answers = {tuple(CLIENT): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}
+    failed, res = run_module(offload_dividend, {"server": "10.10.0.2", "fs_root": str(root), "connect_wait": 60},
+                             Late(answers, root))
+    assert not failed, res
+    assert res["cmd"].count(CLIENT) == 41 and res["transfer"]
+    failed, res = run_module(offload_dividend, {"server": "10.10.0.2", "fs_root": str(host(tmp_path / "b"))},
+                             Late(answers, tmp_path / "b"))
+    assert failed and "within connect_wait 30 s" in res["msg"], res
+    assert res["cmd"].count(CLIENT) == 31  # tried at 0, 1, ... 30 s
 
 
 def test_counters_reset_during_the_transfer_fail(run_module, tmp_path):
