@@ -150,7 +150,6 @@ msg:
   type: str
 """
 
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._perftest import parse_ib_write_bw
@@ -161,6 +160,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     parse_output,
     run_module,
     run_tool,
+    run_until_listening,
     timeout_spec,
 )
 
@@ -206,12 +206,9 @@ def run_bw(runner, params):
                         % (params["device"], ", ".join(devices) or "none"))
     role = "client" if params["server"] else "server"
     what = "measure RDMA write bandwidth on %s (%s) with ib_write_bw" % (params["device"], role)
-    deadline = time.monotonic() + params["connect_wait"]
-    while True:
-        result = runner.run(argv_for(params))
-        if not (params["server"] and NO_SERVER in result.stderr and time.monotonic() < deadline):
-            break
-        time.sleep(1)  # the server's background job has not reached its listen() yet
+    # the server's background job may not have reached its listen() yet
+    result = run_until_listening(runner, argv_for(params), lambda r: bool(params["server"]) and NO_SERVER in r.stderr,
+                                 params["connect_wait"])
     reason = error_reason(result)
     if reason:
         text = result.stdout + result.stderr

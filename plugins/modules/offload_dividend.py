@@ -189,6 +189,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     ToolError,
     fs_root_spec,
     run_module,
+    run_until_listening,
     timeout_spec,
 )
 
@@ -268,19 +269,21 @@ def measure(runner, params):
     reader = CpuReader(params["fs_root"])
     out["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     before = reader.sample()
-    # the sending end stops at the timeout; the receiving end's own --idle-timeout ends it, plus a margin
-    # the sending end starts the moment its task runs: it gives the receiving end's iperf3 connect_wait to listen
-    give_up = time.monotonic() + max(0, params["connect_wait"])
-    while True:
-        result = runner.run(iperf_argv(params), timeout=params["timeout"] + (0 if params["server"] else 30))
-        refused = bool(params["server"]) and "Connection refused" in result.stdout
-        if not refused or time.monotonic() >= give_up:
-            break
-        time.sleep(1)
-        before = reader.sample()
+    samples = [before]
+
+    def refused(res):
+        return bool(params["server"]) and "Connection refused" in res.stdout
+
+    # the sending end stops at the timeout; the receiving end's own --idle-timeout ends it, plus a margin. The sending
+    # end starts the moment its task runs: the receiving end's iperf3 gets connect_wait to listen; the counters are
+    # read again before each new try
+    result = run_until_listening(runner, iperf_argv(params), refused, max(0, params["connect_wait"]),
+                                 timeout=params["timeout"] + (0 if params["server"] else 30),
+                                 between=lambda: samples.append(reader.sample()))
+    before = samples[-1]
     after = reader.sample()
     what = "%s: iperf3 %s %s" % (LABEL, "to " + params["server"] if params["server"] else "server", params["route"])
-    if refused:
+    if refused(result):
         what += " (no iperf3 server listened on %s port %d within connect_wait %d s)" % (
             params["server"], params["port"], params["connect_wait"])
     if result.timed_out:

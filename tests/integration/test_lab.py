@@ -35,16 +35,16 @@ BLUEFLEET = str(Path(sys.executable).parent / "bluefleet")
 # The labs that may stand beside this file's: a demo lab, Molecule's (`make test` runs Molecule beside the
 # integration phase) and test_dividend_lab.py's.
 NEIGHBOUR_PREFIXES = (lab_wiring.DEFAULT_PREFIX, "mol", os.environ.get("BLUEFLEET_DIVIDEND_LAB", "bfdv"))
+NEIGHBOUR_SUBNETS = frozenset(lab_wiring.default_fabric_subnet(p) for p in NEIGHBOUR_PREFIXES)
 
 
 def lab_prefix_for(root: Path) -> str:
     """``bft`` + 6 hex digits of the checkout's path; the next digits of the hash where that prefix's subnets would
     be a neighbour lab's (the subnet is picked from the prefix: about 1 checkout in 100 would clash otherwise)."""
     digest = hashlib.sha256(str(root).encode()).hexdigest()
-    taken = {lab_wiring.default_fabric_subnet(p) for p in NEIGHBOUR_PREFIXES}
     for start in range(0, len(digest) - 5):
         prefix = "bft" + digest[start:start + 6]
-        if lab_wiring.default_fabric_subnet(prefix) not in taken:
+        if lab_wiring.default_fabric_subnet(prefix) not in NEIGHBOUR_SUBNETS:
             return prefix
     raise AssertionError("no lab prefix for %s leaves the neighbour labs' subnets free" % root)
 
@@ -107,7 +107,7 @@ def _twin_role(container: str) -> str:
 def test_lab_prefix_leaves_the_neighbour_labs_subnets_free():
     """A checkout whose first 6 hex digits would give Molecule's or the dividend lab's subnet gets the next digits:
     the lab tests and Molecule run at the same time under `make test`."""
-    taken = {lab_wiring.default_fabric_subnet(p) for p in NEIGHBOUR_PREFIXES}
+    taken = NEIGHBOUR_SUBNETS
     clashing = next(Path("/clone-%d" % i) for i in range(100000)
                     if lab_wiring.default_fabric_subnet(
                         "bft" + hashlib.sha256(b"/clone-%d" % i).hexdigest()[:6]) in taken)

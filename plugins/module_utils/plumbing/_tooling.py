@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import (
@@ -38,7 +39,8 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner imp
 
 # The option specs are re-exported from _argspec, where they live, for the modules that import them from here.
 __all__ = ["ToolError", "ToolReader", "fs_root_spec", "is_sha256", "nonpositive_seconds", "parse_output", "run_module",
-           "run_tool", "sha256_of", "side_spec", "timeout_spec", "unavailable", "without_unasked_diff"]
+           "run_tool", "run_until_listening", "sha256_of", "side_spec", "timeout_spec", "unavailable",
+           "without_unasked_diff"]
 
 _SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
 
@@ -85,6 +87,20 @@ def run_tool(runner, argv, what, allow_missing=False, hint="", missing_hint=""):
             hint = missing_hint + hint
         raise ToolError("%s failed: %s%s" % (what, reason, hint), result)
     return result
+
+
+def run_until_listening(runner, argv, refused, connect_wait, timeout=None, between=None):
+    """Run a client's ``argv``; while ``refused(result)`` says its server (started in the background, on a host that
+    may be busy) is not listening yet, run it again once a second, up to ``connect_wait`` seconds after the first
+    try. ``between()`` runs before each new try. Returns the last result: still refused when the wait ran out."""
+    give_up = time.monotonic() + connect_wait
+    while True:
+        result = runner.run(argv, timeout=timeout)
+        if not refused(result) or time.monotonic() >= give_up:
+            return result
+        time.sleep(1)
+        if between is not None:
+            between()
 
 
 def parse_output(parser, result, what):

@@ -8,6 +8,8 @@ perftest run (public issue report raids-lab/crater #339).
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
@@ -100,7 +102,7 @@ def test_client_tries_again_until_the_server_listens(run_module, monkeypatch):
     """ib_write_bw's client connects once (perftest ethernet_client_connect): a server started in the background is
     not listening yet for a moment, so the module runs the client again once a second within connect_wait."""
     sleeps = []
-    monkeypatch.setattr(ib_write_bw.time, "sleep", sleeps.append)
+    monkeypatch.setattr(time, "sleep", sleeps.append)
     argv = ARGV + ["10.0.0.1"]
     runner = _SequenceRunner(_runner({}).answers, argv, [(1, "", NO_SERVER), (1, "", NO_SERVER), (0, CLIENT, "")])
     failed, res = run_module(ib_write_bw, dict(BASE, server="10.0.0.1"), runner)
@@ -111,8 +113,8 @@ def test_client_tries_again_until_the_server_listens(run_module, monkeypatch):
 
 def test_client_without_a_server_fails_naming_the_port(run_module, monkeypatch):
     clock = iter(range(0, 1000, 10))
-    monkeypatch.setattr(ib_write_bw.time, "monotonic", lambda: next(clock))
-    monkeypatch.setattr(ib_write_bw.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(time, "sleep", lambda _s: None)
     argv = ARGV + ["10.0.0.1"]
     runner = _runner({tuple(argv): (1, "", NO_SERVER)})
     failed, res = run_module(ib_write_bw, dict(BASE, server="10.0.0.1", connect_wait=30), runner)
