@@ -23,7 +23,11 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    ParseError,
+    is_count,
+    split_lines,
+)
 
 KIND_STAT = "proc-stat"
 KIND_CGROUP = "proc-cgroup"
@@ -50,14 +54,14 @@ def parse_proc_stat(text):
         match = _CPU_RE.match(fields[0])
         if match:
             values = fields[1:]
-            if not 4 <= len(values) <= len(STAT_FIELDS) or not all(v.isdigit() for v in values):
+            if not 4 <= len(values) <= len(STAT_FIELDS) or not all(is_count(v) for v in values):
                 raise ParseError(KIND_STAT, "a cpu line holds 4 to 10 tick counters", no, line)
             counters = {STAT_FIELDS[i]: int(v) for i, v in enumerate(values)}
             if match.group(1):
                 cpus[fields[0]] = counters
             else:
                 total = counters
-        elif len(fields) == 2 and fields[1].isdigit():
+        elif len(fields) == 2 and is_count(fields[1]):
             other[fields[0]] = int(fields[1])
         elif not re.match(r"^[a-z_]+$", fields[0]):
             raise ParseError(KIND_STAT, "not a /proc/stat line", no, line)
@@ -97,7 +101,7 @@ def parse_cgroup_cpu_stat(text):
         fields = line.split()
         if not fields:
             continue
-        if len(fields) != 2 or not fields[1].isdigit() or not re.match(r"^[a-z_]+$", fields[0]):
+        if len(fields) != 2 or not is_count(fields[1]) or not re.match(r"^[a-z_]+$", fields[0]):
             raise ParseError(KIND_CPU_STAT, "expected 'key value' with a non-negative integer", no, line)
         if fields[0] in out:
             raise ParseError(KIND_CPU_STAT, "key %s given twice" % fields[0], no, line)
@@ -110,7 +114,7 @@ def parse_cgroup_cpu_stat(text):
 def parse_cpuacct_usage(text):
     """cgroup v1 ``cpuacct.usage`` -> ``{"usage_nsec": int}``."""
     lines = [line.strip() for line in split_lines(text) if line.strip()]
-    if len(lines) != 1 or not lines[0].isdigit():
+    if len(lines) != 1 or not is_count(lines[0]):
         raise ParseError(KIND_CPUACCT, "expected one integer (nanoseconds)", 1 if lines else 0,
                          lines[0] if lines else None)
     return {"usage_nsec": int(lines[0])}

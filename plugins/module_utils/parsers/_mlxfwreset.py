@@ -25,6 +25,7 @@ import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
     ParseError,
+    is_count,
     no_structure,
     split_lines,
 )
@@ -65,7 +66,7 @@ def parse_mlxfwreset_query(text):
         match = _TIMESTAMP_RE.match(line)
         if match:
             value = match.group("value")
-            result["timestamp"] = int(value) if value.isdigit() else value
+            result["timestamp"] = int(value) if is_count(value) else value
             section = None
             continue
         if line.startswith("-E-"):

@@ -40,7 +40,12 @@ def split_lines(text):
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-_INT_RE = re.compile(r"^-?\d+$")
+_INT_RE = re.compile(r"^-?[0-9]+$")
+
+
+def is_count(value):
+    """``value`` is a plain count: ASCII digits only (``str.isdigit`` also takes ``"²"``, which ``int`` refuses)."""
+    return value.isascii() and value.isdigit()
 
 
 def to_int(value):

@@ -109,3 +109,14 @@ def test_every_other_fixture(kind):
     assert ALL_BODIES
     for _name, text in ALL_BODIES:
         _check(kind, text)
+
+
+# "²" and "①" pass str.isdigit() but int() refuses them; "٣" (Arabic-Indic three) int() takes. A fuzz run found
+# parse_proc_stat calling int() on "²"; this makes the case for every kind, every fixture, on every run.
+UNICODE_DIGITS = {"1": "²", "2": "①", "3": "٣"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fixtures_with_unicode_digits(kind):
+    for text in _fixture_bodies(kind):
+        _check(kind, text.translate(str.maketrans(UNICODE_DIGITS)))
