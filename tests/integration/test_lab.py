@@ -125,6 +125,7 @@ def test_molecule_scenario_uses_the_lab_layout():
     assert spec["provisioner"]["inventory"]["host_vars"] == lab_wiring.host_vars(topo)
     group_all = spec["provisioner"]["inventory"]["group_vars"]["all"]
     assert {k: group_all.get(k) for k in lab_wiring.TWIN_VARS} == lab_wiring.TWIN_VARS
+    assert {k: group_all.get(k) for k in lab_wiring.CONNECTION_VARS} == lab_wiring.CONNECTION_VARS
     platforms = {p["name"]: p for p in spec["platforms"]}
     for pair in topo.all_pairs():
         host, dpu = platforms[pair.host], platforms[pair.dpu]
@@ -196,6 +197,14 @@ def test_up_wires_pair_is_idempotent_and_down_leaves_nothing(engine, clean_lab, 
     assert pairing[host]["bluefleet_dpus"] == [dpu]
     assert pairing[dpu]["bluefleet_host"] == host and pairing[dpu]["bluefleet_rshim"] == "rshim0"
     assert data["all"]["vars"]["ansible_connection"] == "community.docker.docker"
+    # a module reaches a lab container in one `docker exec`, fed on stdin (pipelining), no file copied in
+    from conftest import ansible_env
+    ping = subprocess.run([str(Path(sys.executable).parent / "ansible"), dpu, "-i", str(inv), "-m",
+                           "ansible.builtin.ping", "-vvv"], capture_output=True, text=True, timeout=120,
+                          env=ansible_env(), check=False)
+    assert ping.returncode == 0, ping.stdout + ping.stderr
+    execs = [line for line in ping.stdout.splitlines() if line.startswith("<%s> EXEC " % dpu)]
+    assert len(execs) == 1 and "PUT " not in ping.stdout, ping.stdout
     # one twin BMC per DPU on the management network, answering Redfish over TLS with the lab's password
     topo = Topology(PREFIX, 1)
     pair = topo.all_pairs()[0]
