@@ -21,6 +21,10 @@ description:
     M(bluefleet.dpu.dividend_tunnel).
   - A host whose O(fs_root) has no C(/proc/stat) (a device twin) returns C(measurable=false) and the reason
     instead of a number; no transfer runs.
+  - The receiving end's iperf3 writes its PID file (C(iperf3 -I), C(/run/bluefleet-dividend-iperf3-PORT.pid), or
+    in the temporary folder where C(/run) cannot be written). A receiving end that finds the file of a live iperf3
+    server on its port stops it first (a run killed half way leaves its receiver listening until its
+    C(--idle-timeout), and the next run's receiver could not listen on the port, C(Address already in use)).
   - Skipped in check mode (a measurement loads the hosts and the fabric).
 author:
   - bluefleet developers (!UNKNOWN)
@@ -85,7 +89,8 @@ attributes:
     platforms: posix
     support: full
 notes:
-  - Nothing on the host changes; RV(ignore:changed) is always false.
+  - Nothing on the host changes; RV(ignore:changed) is false, except on a receiving end that stopped the receiver
+    a killed run left (RV(stopped_leftover)).
 seealso:
   - module: bluefleet.dpu.dividend_tunnel
 """
@@ -109,9 +114,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed:
-  description: Always false.
+  description: True only when the receiving end stopped the receiver a killed run left (RV(stopped_leftover)).
   returned: always
   type: bool
+stopped_leftover:
+  description: >-
+    PID of the iperf3 server a killed run left listening on O(port), which this receiving end stopped before it
+    started its own; null when there was none.
+  returned: always
+  type: int
 measurable:
   description: False when the host has no CPU accounting to read (a device twin); then RV(reason) says why.
   returned: always
@@ -165,7 +176,10 @@ tool_version:
   type: str
 """
 
+import contextlib
 import os
+import signal
+import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -238,13 +252,59 @@ class CpuReader:
         return stat, group
 
 
+RUN_DIR = "/run"
+PIDFILE = "bluefleet-dividend-iperf3-%d.pid"
+
+
+def receiver_pidfile(port):
+    """Where the receiving end's iperf3 writes its PID (``-I``): /run, or the temporary folder without root."""
+    folder = RUN_DIR if os.access(RUN_DIR, os.W_OK) else tempfile.gettempdir()
+    return os.path.join(folder, PIDFILE % port)
+
+
+def _iperf3_server_on(pid, port):
+    """Is process ``pid`` an iperf3 server on ``port`` (its command line), not another program that got the PID?"""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            argv = handle.read().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return False
+    return (any(os.path.basename(arg) == "iperf3" for arg in argv) and "-s" in argv
+            and "-p" in argv and argv[argv.index("-p") + 1:argv.index("-p") + 2] == [str(port)])
+
+
+def stop_leftover_receiver(port, wait=10.0):
+    """Stop the iperf3 server a killed run left listening on ``port``; its PID, or None when there was none."""
+    path = receiver_pidfile(port)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    pid = int(text) if text.isascii() and text.isdigit() else None
+    if pid is None or not _iperf3_server_on(pid, port):
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # stale: its iperf3 was killed before it could remove it
+        return None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while _iperf3_server_on(pid, port):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + wait
+        time.sleep(0.1)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    return pid
+
+
 def iperf_argv(params):
     argv = ["iperf3", "--json", "-p", str(params["port"])]
     if params["server"]:
         argv += ["-c", params["server"], "-n", "%dM" % params["size_mb"],
                  "--connect-timeout", str(min(params["timeout"], 30) * 1000)]
     else:
-        argv += ["-s", "-1", "--idle-timeout", str(params["timeout"])]
+        argv += ["-s", "-1", "--idle-timeout", str(params["timeout"]), "-I", receiver_pidfile(params["port"])]
     if params["bind"]:
         argv += ["-B", params["bind"]]
     return argv
@@ -261,11 +321,14 @@ def measure(runner, params):
     role = "client" if params["server"] else "server"
     out = {"changed": False, "measurable": False, "reason": None, "role": role, "path": params["route"],
            "pair": params["pair"], "measured_at": None, "cpu": None, "transfer": None, "cpu_s_per_gb": None,
-           "tool_version": None}
+           "tool_version": None, "stopped_leftover": None}
     stat_path = os.path.join(params["fs_root"], "proc/stat")
     if not os.path.exists(stat_path):
         out["reason"] = NOT_MEASURABLE % stat_path
         return out
+    if role == "server":
+        out["stopped_leftover"] = stop_leftover_receiver(params["port"])
+        out["changed"] = out["stopped_leftover"] is not None
     reader = CpuReader(params["fs_root"])
     out["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     before = reader.sample()

@@ -8,8 +8,9 @@ at the end. Run time on a 2-core machine under load: about 10 minutes, most of i
 
 1. Through the DPU path the GPU hosts' cgroups spend less CPU per GB than through the tunnel they build
    themselves; the report's section shows both and the ratio.
-2. A measurement killed half way (SIGKILL of ansible-playbook while the comparison tunnel is up) leaves the
-   tunnel behind; the next run removes it first and leaves each host exactly as it was before the first.
+2. A measurement killed half way (SIGKILL of ansible-playbook once the comparison tunnel is up and the receiving
+   end listens on it) leaves the tunnel and that receiver behind; the next run removes the tunnel, stops the
+   receiver (it held the port: the next receiver could not listen) and leaves each host exactly as it was.
 """
 
 from __future__ import annotations
@@ -100,20 +101,33 @@ def test_killed_half_way_the_next_run_cleans_up(lab):
                             start_new_session=True)
     try:
         deadline = time.monotonic() + 600
-        # until the receiving end's tunnel is up: the sending end is then negotiating, no host-path iperf3 runs yet
+        # until the receiving end's tunnel is up and its host-path iperf3 listens on the tunnel's address
         while time.monotonic() < deadline:
-            if "bfdiv0" in host_snapshot(HOSTS[1])["link"] and proc.poll() is None:
+            if "bfdiv0" in host_snapshot(HOSTS[1])["link"] and host_path_receiver(HOSTS[1]) and proc.poll() is None:
                 break
-            assert proc.poll() is None, "the measurement ended before its tunnel was up"
-            time.sleep(1)
+            assert proc.poll() is None, "the measurement ended before its host-path receiver listened"
+            time.sleep(0.5)
         else:
-            pytest.fail("the comparison tunnel never came up")
+            pytest.fail("the host-path receiver never listened")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     left = host_snapshot(HOSTS[1])
     assert "bfdiv0" in left["link"] and "charon" in left["charon"], "nothing was left to clean up: a vacuous test"
-    # the next run: its first task removes the leftovers, then it measures and removes its own tunnel
-    run_playbook("playbooks/fabric_benchmark.yml", lab, "--tags", "dividend", "-e", "offload_dividend_size_mb=16")
+    (receiver,) = host_path_receiver(HOSTS[1])
+    # the next run: its first task removes the tunnel, its receiving end stops the receiver, it measures and removes
+    # its own tunnel
+    run = run_playbook("playbooks/fabric_benchmark.yml", lab, "--tags", "dividend", "-e", "offload_dividend_size_mb=16")
+    waited = [e["event_data"]["res"] for e in run["events"] if e.get("event") == "runner_on_ok"
+              and e["event_data"].get("task") == "Wait for the receiving end (DPU path)"]
+    assert [r.get("stopped_leftover") for r in waited] == [receiver], waited
+    assert not host_path_receiver(HOSTS[1])
     after = {h: host_snapshot(h) for h in HOSTS}
     assert after == before, "the host is not as it was before the killed run"
+
+
+def host_path_receiver(container: str) -> list[int]:
+    """PIDs of the iperf3 servers listening on the comparison tunnel's address (``-B 169.254.22.x``)."""
+    proc = subprocess.run(["docker", "exec", container, "pgrep", "-f", "iperf3 .*-s .*-B 169\\.254\\.22\\."],
+                          capture_output=True, text=True, timeout=30, check=False)
+    return [int(pid) for pid in proc.stdout.split()]

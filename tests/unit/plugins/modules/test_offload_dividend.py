@@ -8,6 +8,9 @@ after a 50 MiB iperf3 loopback transfer, whose real ``iperf3 --json`` report the
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 
 import pytest
 from ansible.module_utils import basic
@@ -83,13 +86,69 @@ def test_machine_host_counts_proc_stat(run_module, tmp_path):
     assert res["cpu"]["host_cpu_s"] == pytest.approx(3.11)
 
 
-def test_receiving_end_argv(run_module, tmp_path):
-    root = host(tmp_path)
-    server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-B", "169.254.22.2"]
+def test_receiving_end_argv(run_module, tmp_path, monkeypatch):
+    root = host(tmp_path / "host")
+    monkeypatch.setattr(offload_dividend, "RUN_DIR", str(tmp_path))
+    pidfile = str(tmp_path / "bluefleet-dividend-iperf3-5201.pid")
+    server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-I", pidfile,
+              "-B", "169.254.22.2"]
     runner = Transfer({tuple(server): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
     failed, res = run_module(offload_dividend, {"fs_root": str(root), "bind": "169.254.22.2", "route": "host"}, runner)
     assert not failed, res
     assert res["role"] == "server" and res["path"] == "host" and res["cmd"][0] == server
+    assert res["stopped_leftover"] is None and not res["changed"]
+
+
+def _leftover_receiver(tmp_path, port):
+    """A process whose command line is an iperf3 server's on ``port`` (a script named iperf3), as a killed run
+    leaves its receiver: listening until its idle timeout; its PID file where the module writes it."""
+    script = tmp_path / "bin" / "iperf3"
+    script.parent.mkdir()
+    script.write_text("import time\ntime.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, str(script), "--json", "-p", str(port), "-s", "-1",
+                             "--idle-timeout", "300", "-B", "169.254.22.2"])
+    (tmp_path / ("bluefleet-dividend-iperf3-%d.pid" % port)).write_text("%d\n" % proc.pid)
+    return proc
+
+
+def test_a_receiver_a_killed_run_left_is_stopped_first(run_module, tmp_path, monkeypatch):
+    """Found in the container lab: a run killed while its host-path receiver listened (-B, the tunnel's address)
+    left it running; the next run's receiver could not listen on the port (Address already in use) and its
+    sending end waited connect_wait for nothing."""
+    root = host(tmp_path / "host")
+    monkeypatch.setattr(offload_dividend, "RUN_DIR", str(tmp_path))
+    left = _leftover_receiver(tmp_path, 5201)
+    try:
+        server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-I",
+                  str(tmp_path / "bluefleet-dividend-iperf3-5201.pid")]
+        runner = Transfer({tuple(server): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
+        failed, res = run_module(offload_dividend, {"fs_root": str(root)}, runner)
+        assert not failed, res
+        assert res["stopped_leftover"] == left.pid and res["changed"]
+        assert left.wait(timeout=10) == -signal.SIGTERM
+        assert res["cmd"][0] == server
+    finally:
+        left.kill()
+        left.wait()
+
+
+def test_a_stale_pidfile_or_another_port_stops_nothing(run_module, tmp_path, monkeypatch):
+    root = host(tmp_path / "host")
+    monkeypatch.setattr(offload_dividend, "RUN_DIR", str(tmp_path))
+    other = _leftover_receiver(tmp_path, 5202)  # another measurement's receiver, on its own port
+    (tmp_path / "bluefleet-dividend-iperf3-5201.pid").write_text("%d\n" % other.pid)  # a PID reused since
+    try:
+        server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-I",
+                  str(tmp_path / "bluefleet-dividend-iperf3-5201.pid")]
+        runner = Transfer({tuple(server): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
+        failed, res = run_module(offload_dividend, {"fs_root": str(root)}, runner)
+        assert not failed, res
+        assert res["stopped_leftover"] is None and not res["changed"]
+        assert other.poll() is None, "a receiver on another port was stopped"
+        assert not (tmp_path / "bluefleet-dividend-iperf3-5201.pid").exists()  # the stale file is gone
+    finally:
+        other.kill()
+        other.wait()
 
 
 def fake_clock(monkeypatch):
