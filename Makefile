@@ -52,11 +52,13 @@ ee: venv
 # ---------------------------------------------------------------- the tests
 # Every phase runs; one timing line per phase is printed at the end; the first failing phase's code is
 # make test's (scripts/run-phases.sh).
-# images+lint+sanity+unit: the image builds (mostly waiting on debootstrap, apt and pip downloads) run beside the
-# static checks and the unit tests, which need no image; the integration tests and Molecule use the images.
-# integration+molecule: Molecule mostly waits on the lab (packet captures, daemons, containers; its CPU is 36 %
-# busy when it runs alone), the integration tests keep both cores busy; each lab has its own prefix and subnets.
-TEST_PHASES := images+lint+sanity+unit realtools integration+molecule
+# images+lint+unit: the image builds (mostly waiting on debootstrap, apt and pip downloads) run beside the static
+# checks and the unit tests, which need no image; the integration tests and Molecule use the images.
+# integration+molecule+sanity: Molecule mostly waits on the lab (packet captures, daemons, containers; the cores are
+# about a third busy when it runs alone) and the integration tests wait on their labs and browsers now and then:
+# ansible-test sanity (one process, about 50 CPU-s, the longest of the first group when it ran there) fills those
+# gaps. Each lab has its own prefix and subnets; sanity works on a copy of the collection.
+TEST_PHASES := images+lint+unit realtools integration+molecule+sanity
 test: venv
 	scripts/ensure-docker.sh
 	scripts/ensure-chromium.sh
