@@ -286,11 +286,14 @@ def stop_leftover_receiver(port, wait=10.0):
         with contextlib.suppress(OSError):
             os.unlink(path)  # stale: its iperf3 was killed before it could remove it
         return None
-    os.kill(pid, signal.SIGTERM)
+    # it may end by itself meanwhile (its client gone, it was a one-off server): a PID that is gone is stopped
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
     while _iperf3_server_on(pid, port):
         if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + wait
         time.sleep(0.1)
     with contextlib.suppress(OSError):

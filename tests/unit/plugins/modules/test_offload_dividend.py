@@ -11,6 +11,8 @@ import json
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from ansible.module_utils import basic
@@ -107,6 +109,12 @@ def _leftover_receiver(tmp_path, port):
     script.write_text("import time\ntime.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, str(script), "--json", "-p", str(port), "-s", "-1",
                              "--idle-timeout", "300", "-B", "169.254.22.2"])
+    # Popen returns once the child is in execve, but its command line shows only when the exec has set up its new
+    # memory: a real iperf3 writes its PID file long after that, so this waits for what a real leftover shows
+    deadline = time.monotonic() + 30
+    while b"iperf3" not in Path("/proc/%d/cmdline" % proc.pid).read_bytes():
+        assert time.monotonic() < deadline and proc.poll() is None, "the stand-in receiver did not start"
+        time.sleep(0.01)
     (tmp_path / ("bluefleet-dividend-iperf3-%d.pid" % port)).write_text("%d\n" % proc.pid)
     return proc
 
