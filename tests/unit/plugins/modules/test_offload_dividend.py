@@ -237,3 +237,18 @@ def test_check_mode_skips(monkeypatch, tmp_path):
     with patch_module_args({"server": "10.10.0.2", "_ansible_check_mode": True}), pytest.raises(SystemExit):
         offload_dividend.main()
     assert seen.get("skipped") is True
+
+
+def test_a_leftover_that_ends_while_being_stopped_is_stopped(tmp_path, monkeypatch):
+    """The leftover one-off receiver can end by itself (its client gone) between the look at it and the signal."""
+    monkeypatch.setattr(offload_dividend, "RUN_DIR", str(tmp_path))
+    (tmp_path / "bluefleet-dividend-iperf3-5201.pid").write_text("4242\n")
+    alive = iter([True, False])
+    monkeypatch.setattr(offload_dividend, "_iperf3_server_on", lambda pid, port: next(alive))
+
+    def gone(pid, sig):
+        raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(offload_dividend.os, "kill", gone)
+    assert offload_dividend.stop_leftover_receiver(5201) == 4242
+    assert not (tmp_path / "bluefleet-dividend-iperf3-5201.pid").exists()
