@@ -131,3 +131,29 @@ def host_path_receiver(container: str) -> list[int]:
     proc = subprocess.run(["docker", "exec", container, "pgrep", "-f", "iperf3 .*-s .*-B 169\\.254\\.22\\."],
                           capture_output=True, text=True, timeout=30, check=False)
     return [int(pid) for pid in proc.stdout.split()]
+
+
+def test_a_receiver_that_cannot_listen_says_why(lab):
+    """Another program holds the port on the receiving host (here on 127.0.0.1, so the sending end is refused): the
+    receiving end's iperf3 cannot listen; the sending end fails after connect_wait, and the receiving end, read once,
+    says why it failed too (what the run's output lacked when the lab test failed under load)."""
+    holder = ("import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+              "s.bind(('127.0.0.1', 5201)); s.listen(); time.sleep(120)")
+    subprocess.run(["docker", "exec", "-d", HOSTS[1], "python3", "-c", holder], check=True, timeout=30)
+    try:
+        deadline = time.monotonic() + 30
+        while "127.0.0.1:5201" not in subprocess.run(["docker", "exec", HOSTS[1], "ss", "-ltn"], capture_output=True,
+                                                     text=True, timeout=30, check=True).stdout:
+            assert time.monotonic() < deadline, "the port holder did not listen"
+            time.sleep(0.2)
+        run = run_playbook("playbooks/fabric_benchmark.yml", lab, "--tags", "dividend", "-e",
+                           "offload_dividend_size_mb=16", "-e", "offload_dividend_connect_wait=5", check=False)
+    finally:
+        subprocess.run(["docker", "exec", HOSTS[1], "pkill", "-f", "s.bind\\(\\('127.0.0.1', 5201\\)\\)"],
+                       timeout=30, check=False)
+    assert run["rc"] != 0
+    said = [e["event_data"]["res"].get("msg", "") for e in run["events"] if e.get("event") == "runner_on_ok"
+            and e["event_data"].get("task") == "Say why the offload dividend was not measured"
+            and e["event_data"].get("host") == HOSTS[1]]
+    why = "; the receiving end here failed too: measure the offload dividend: iperf3 server dpu failed: "
+    assert len(said) == 1 and why in said[0] and "Address already in use" in said[0], said
