@@ -197,7 +197,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._cpuacct imp
     parse_proc_stat,
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._iperf3 import parse_iperf3_json
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, is_count
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, version_line
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -269,8 +269,8 @@ def _iperf3_server_on(pid, port):
             argv = handle.read().decode("utf-8", "replace").split("\0")
     except OSError:
         return False
-    return (any(os.path.basename(arg) == "iperf3" for arg in argv) and "-s" in argv
-            and "-p" in argv and argv[argv.index("-p") + 1:argv.index("-p") + 2] == [str(port)])
+    ports = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "-p"]
+    return any(os.path.basename(arg) == "iperf3" for arg in argv) and "-s" in argv and ports[:1] == [str(port)]
 
 
 def stop_leftover_receiver(port, wait=10.0):
@@ -281,7 +281,7 @@ def stop_leftover_receiver(port, wait=10.0):
             text = handle.read().strip()
     except OSError:
         return None
-    pid = int(text) if text.isascii() and text.isdigit() else None
+    pid = int(text) if is_count(text) else None
     if pid is None or not _iperf3_server_on(pid, port):
         with contextlib.suppress(OSError):
             os.unlink(path)  # stale: its iperf3 was killed before it could remove it

@@ -177,9 +177,9 @@ TWIN_VARS: dict[str, object] = {
 # How Ansible reaches a lab container: `docker exec`, each module fed to the container's Python on stdin
 # (pipelining: one exec a module instead of six: find the home folder, make a temporary folder, copy the module
 # in, make it executable, run it, remove the folder; the docker connection offers pipelining but leaves it to this
-# variable). Measured: 20 `command` tasks on
-# one lab container 12.5 -> 5.7 CPU-s of the machine's (dockerd and runc included). A task that runs in the
-# background (async) still copies its module. molecule/default/molecule.yml carries the same values.
+# variable). Measured: 20 `command` tasks on one lab container 12.5 -> 5.7 CPU-s of the machine's (dockerd and
+# runc included). A task that runs in the background (async) still copies its module.
+# molecule/default/molecule.yml carries the same values.
 CONNECTION_VARS: dict[str, object] = {
     "ansible_python_interpreter": "/usr/bin/python3",
     "ansible_pipelining": True,

@@ -88,15 +88,23 @@ def test_machine_host_counts_proc_stat(run_module, tmp_path):
     assert res["cpu"]["host_cpu_s"] == pytest.approx(3.11)
 
 
-def test_receiving_end_argv(run_module, tmp_path, monkeypatch):
+def receive(run_module, tmp_path, monkeypatch, **params):
+    """Run the receiving end on a container host under ``tmp_path/host``, its PID files in ``tmp_path``; returns
+    the module's result and the iperf3 argv it was to run."""
     root = host(tmp_path / "host")
     monkeypatch.setattr(offload_dividend, "RUN_DIR", str(tmp_path))
-    pidfile = str(tmp_path / "bluefleet-dividend-iperf3-5201.pid")
-    server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-I", pidfile,
-              "-B", "169.254.22.2"]
+    server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-I",
+              str(tmp_path / "bluefleet-dividend-iperf3-5201.pid")]
+    if params.get("bind"):
+        server += ["-B", params["bind"]]
     runner = Transfer({tuple(server): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
-    failed, res = run_module(offload_dividend, {"fs_root": str(root), "bind": "169.254.22.2", "route": "host"}, runner)
+    failed, res = run_module(offload_dividend, dict(params, fs_root=str(root)), runner)
     assert not failed, res
+    return res, server
+
+
+def test_receiving_end_argv(run_module, tmp_path, monkeypatch):
+    res, server = receive(run_module, tmp_path, monkeypatch, bind="169.254.22.2", route="host")
     assert res["role"] == "server" and res["path"] == "host" and res["cmd"][0] == server
     assert res["stopped_leftover"] is None and not res["changed"]
 
@@ -123,15 +131,9 @@ def test_a_receiver_a_killed_run_left_is_stopped_first(run_module, tmp_path, mon
     """Found in the container lab: a run killed while its host-path receiver listened (-B, the tunnel's address)
     left it running; the next run's receiver could not listen on the port (Address already in use) and its
     sending end waited connect_wait for nothing."""
-    root = host(tmp_path / "host")
-    monkeypatch.setattr(offload_dividend, "RUN_DIR", str(tmp_path))
     left = _leftover_receiver(tmp_path, 5201)
     try:
-        server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-I",
-                  str(tmp_path / "bluefleet-dividend-iperf3-5201.pid")]
-        runner = Transfer({tuple(server): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
-        failed, res = run_module(offload_dividend, {"fs_root": str(root)}, runner)
-        assert not failed, res
+        res, server = receive(run_module, tmp_path, monkeypatch)
         assert res["stopped_leftover"] == left.pid and res["changed"]
         assert left.wait(timeout=10) == -signal.SIGTERM
         assert res["cmd"][0] == server
@@ -141,16 +143,10 @@ def test_a_receiver_a_killed_run_left_is_stopped_first(run_module, tmp_path, mon
 
 
 def test_a_stale_pidfile_or_another_port_stops_nothing(run_module, tmp_path, monkeypatch):
-    root = host(tmp_path / "host")
-    monkeypatch.setattr(offload_dividend, "RUN_DIR", str(tmp_path))
     other = _leftover_receiver(tmp_path, 5202)  # another measurement's receiver, on its own port
     (tmp_path / "bluefleet-dividend-iperf3-5201.pid").write_text("%d\n" % other.pid)  # a PID reused since
     try:
-        server = ["iperf3", "--json", "-p", "5201", "-s", "-1", "--idle-timeout", "120", "-I",
-                  str(tmp_path / "bluefleet-dividend-iperf3-5201.pid")]
-        runner = Transfer({tuple(server): (0, REPORT, ""), VERSION: (0, "iperf 3.18\n", "")}, root)
-        failed, res = run_module(offload_dividend, {"fs_root": str(root)}, runner)
-        assert not failed, res
+        res, _server = receive(run_module, tmp_path, monkeypatch)
         assert res["stopped_leftover"] is None and not res["changed"]
         assert other.poll() is None, "a receiver on another port was stopped"
         assert not (tmp_path / "bluefleet-dividend-iperf3-5201.pid").exists()  # the stale file is gone
