@@ -21,9 +21,8 @@ What activates what (hardware-facts.md section 2, modelled conservatively):
 
 from __future__ import annotations
 
-import copy
-
 from dpusim import faults, linux_state
+from dpusim.jsondata import clone
 
 TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
 if TYPE_CHECKING:
@@ -54,7 +53,7 @@ def activate(card: Any, power_cycle: bool) -> list[str]:
     fw = card.data["firmware"]
     boot = fw["banks"][fw["active_bank"]]
     if boot is not None and boot.get("valid", True) and boot != fw["running"]:
-        fw["running"] = copy.deepcopy(boot)
+        fw["running"] = clone(boot)
         done.append("firmware")
     priv = card.data["privhost"]
     if priv.get("pending"):

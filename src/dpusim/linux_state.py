@@ -22,9 +22,10 @@ Defaults (marked where they are a model rather than a capture):
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 from pathlib import Path
+
+from dpusim.jsondata import clone
 
 TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
 if TYPE_CHECKING:  # linux_state is a view over the node model; state imports it (no cycle at run time)
@@ -222,7 +223,7 @@ def set_netdev(node: Node, name: str, *, link: str | None = None, mtu: int | Non
 def ethtool_features(node: Node, name: str) -> dict[str, dict[str, Any]]:
     saved = node.runtime_for(name).get("ethtool")
     if saved is not None:
-        return copy.deepcopy(saved)
+        return clone(saved)
     feats = {n: {"active": a, "fixed": f} for n, a, f in MLX5_FEATURES}
     nd = find_netdev(node, name)
     if nd is not None and nd["kind"] in ("hostrep", "vfrep", "sf"):
@@ -333,7 +334,7 @@ def qos(node: Node, name: str) -> dict[str, Any]:
     sizes, cable length 7 (fixture-tabs-pcp) are model values."""
     saved = _netdev_runtime(node, name).get("qos")
     if saved is not None:
-        return copy.deepcopy(saved)
+        return clone(saved)
     return {"dcbx": "os", "trust": "pcp", "app_table": [], "buffer_size": [262016, 0, 0, 0, 0, 0, 0, 0],
             "max_buffer_size": 2097152, "buffer_error": False, "cable_len": 7, "pfc": [0] * 8,
             "prio2buffer": [0] * 8, "prio_tc": [1, 0, 2, 3, 4, 5, 6, 7], "tsa": ["vendor"] * 8,

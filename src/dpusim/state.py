@@ -36,7 +36,6 @@ the runtime when they differ. Likewise a host node follows the card's ``power_cy
 from __future__ import annotations
 
 import contextlib
-import copy
 import fcntl
 import json
 import os
@@ -44,6 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dpusim import driver, files, linux_state, profiles
+from dpusim.jsondata import clone
 
 TYPE_CHECKING = False  # typing only for type checkers: a twin tool starts faster (dpusim.tool)
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class Card:
     def __init__(self, card_dir: Path, data: dict[str, Any]):
         self.dir = card_dir
         self.data = data
-        self._original = copy.deepcopy(data)
+        self._original = clone(data)
 
     @property
     def profile_name(self) -> str:
@@ -157,7 +157,7 @@ class Node:
         self.root = root
         self.data = data
         self.cards = cards
-        self._original = copy.deepcopy(data)
+        self._original = clone(data)
 
     @property
     def role(self) -> str:
@@ -289,7 +289,7 @@ def new_card_data(profile_name: str) -> dict[str, Any]:
         "release_date": prof["fw_release_date"],
         "psid": prof["psid"],
         "device_id": prof["pci_device_id"],
-        "roms": copy.deepcopy(prof.get("roms", [])),
+        "roms": clone(prof.get("roms", [])),
     }
     card: dict[str, Any] = {
         "schema": SCHEMA,
@@ -298,9 +298,9 @@ def new_card_data(profile_name: str) -> dict[str, Any]:
         # A burn writes the inactive bank and flips "active_bank"; the running image changes
         # only on a firmware reset / power cycle.
         "firmware": {
-            "banks": [copy.deepcopy(fw), copy.deepcopy(fw)],
+            "banks": [clone(fw), clone(fw)],
             "active_bank": 0,
-            "running": copy.deepcopy(fw),
+            "running": clone(fw),
             "burn_in_progress": None,
         },
         # mlxconfig: "current" is what the firmware runs with, "next" what is stored in NV for the next boot.
@@ -321,7 +321,7 @@ def new_card_data(profile_name: str) -> dict[str, Any]:
         card["rshim"] = {"owner": None, "misc": {"DISPLAY_LEVEL": 0, "BOOT_MODE": 1, "CLEAR_ON_READ": 0,
                                                   "BOOT_RESET_SKIP": 0, "DROP_MODE": 0},
                          "log": [], "boot_started_at": None}
-        card["dpu_os"] = copy.deepcopy(prof["dpu_os"])
+        card["dpu_os"] = clone(prof["dpu_os"])
         card["arm"] = {"state": "running"}
     return card
 

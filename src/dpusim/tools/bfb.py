@@ -35,11 +35,11 @@ stops after the first boot lines and the same failure follows.
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 
 from dpusim import clock, device, faults, images, rshim, state
+from dpusim.jsondata import clone
 from dpusim.tools._common import ToolExit, emit, pop_flag, pop_value, run_tool
 
 NAMES = ("bfb-install",)
@@ -203,7 +203,7 @@ def install_bundle(node: state.Node, card: state.Card, img: dict) -> None:
     fw = card.data["firmware"]
     flashed = fw["banks"][fw["active_bank"]]
     if img.get("nic_fw_version") and img["nic_fw_version"] != flashed["version"]:
-        new = copy.deepcopy(flashed)
+        new = clone(flashed)
         new.update(version=img["nic_fw_version"], release_date=None)
         new.pop("valid", None)
         inactive = 1 - fw["active_bank"]
@@ -211,7 +211,7 @@ def install_bundle(node: state.Node, card: state.Card, img: dict) -> None:
         fw["active_bank"] = inactive
         # install.sh fw_reset(): mlxfwreset -l 3 --sync 1 when supported, else "Host power cycle is required".
         if card.profile.get("bfb_fw_reset", True) and faults.active(node, "power_cycle_required", card) is None:
-            fw["running"] = copy.deepcopy(new)
+            fw["running"] = clone(new)
     rs = rshim.rshim_state(card)
     rs["misc"]["CLEAR_ON_READ"] = 0
     rs["log"] = [["INFO", "MISC", "Rebooting..."]]

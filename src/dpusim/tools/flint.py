@@ -15,11 +15,11 @@ the old firmware keeps running and stays the boot bank.
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 
 from dpusim import clock, faults, images, profiles, state
+from dpusim.jsondata import clone
 from dpusim.tools._common import (
     ToolExit,
     check_arm_up,
@@ -138,7 +138,7 @@ def burn(node: state.Node, card: state.Card, dev: str, img: dict, assume_yes: bo
     emit("\n")
     progress(0)
     new = {"version": img["version"], "release_date": None, "psid": img["psid"], "device_id": img["device_id"],
-           "roms": copy.deepcopy(card.profile.get("roms", []))}
+           "roms": clone(card.profile.get("roms", []))}
     interrupted = faults.active(node, "interrupted_burn", card) is not None
     with state.open_node() as wnode:
         wcard = next(c for c in wnode.cards if c.dir == card.dir)

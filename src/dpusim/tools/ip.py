@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 from dpusim import driver, state
@@ -165,6 +164,8 @@ def discarded_children(conf_dir: Path, version: tuple[int, ...] | None) -> set[s
 
 def installed_children() -> list[dict]:
     """The INSTALLED CHILD_SAs strongSwan reports, with the IKE_SA's addresses (none without swanctl)."""
+    import shutil  # only here: its import (bz2, lzma) would be paid by every ip call
+
     swanctl = shutil.which("swanctl")
     if swanctl is None:
         return []

@@ -48,8 +48,9 @@ def test_a_tool_call_imports_only_its_own_tool_module():
 
 # What a twin tool call leaves out of its start-up, each needed by some calls only: typing (annotations, read by
 # type checkers alone), subprocess (passing through to a real tool), tempfile (writing state), pkgutil (the whole
-# registry), hashlib (a host's rshim misc snapshot). A front-end starts a Python for every call.
-ONLY_SOMETIMES = ("typing", "subprocess", "tempfile", "pkgutil", "hashlib")
+# registry), hashlib (a host's rshim misc snapshot), shutil (finding a real tool: it imports bz2 and lzma), copy (the
+# state's copies are dpusim.jsondata.clone). A front-end starts a Python for every call.
+ONLY_SOMETIMES = ("typing", "subprocess", "tempfile", "pkgutil", "hashlib", "shutil", "copy")
 
 
 def test_a_reading_tool_call_starts_without_what_only_some_calls_need(twin):
