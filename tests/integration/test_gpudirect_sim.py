@@ -88,6 +88,9 @@ def test_four_runs_reboot_and_persistence(fleet):
 
     apply = run_playbook("playbooks/fabric.yml", inventory, TAGS, "-e", "@%s" % extra)
     assert _changed(apply) == {"sim01": 3, "sim02": 3}, apply["stdout"][-3000:]
+    # the stage alone reads the topology itself (site.yml takes preflight's read: test_site_sim.py)
+    assert sorted(e["event_data"]["host"] for e in apply["events"] if e.get("event") == "runner_on_ok"
+                  and e["event_data"].get("task") == "Read the GPU-NIC topology") == list(HOSTS)
     assert _nccl_files_changed(apply) == {"sim01": both, "sim02": both}
     for host in HOSTS:
         assert all(_files(state, host).values()), "%s after apply: %s" % (host, _files(state, host))

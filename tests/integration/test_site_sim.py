@@ -64,12 +64,31 @@ def test_sim_inventory_rejects_bad_size(tmp_path, collection_link):
     assert "nodes must be a positive integer" in proc.stderr
 
 
+def ran(run, task):
+    """Hosts on which ``task`` ran (not skipped), from the runner events."""
+    return sorted(e["event_data"]["host"] for e in run["events"]
+                  if e.get("event") in ("runner_on_ok", "runner_on_failed") and e["event_data"].get("task") == task)
+
+
+# Reads whose answer this run already has: preflight read the fused secure-boot lifecycle and the GPU-NIC topology,
+# and with no image asked the upgrade's 'read versions' read the links that nothing touched since (the gate's own
+# read runs where a stage runs alone, or something touched the card: test_zero_trust_sim, test_gpudirect_sim,
+# test_upgrade_failsafe_sim, test_fault_matrix_sim).
+KNOWN_READS = {"Read the secure-boot lifecycle (mlxbf-bootctl)": "Report the secure-boot lifecycle",
+               "Read the GPU-NIC topology": "Set the closest NIC of each GPU",
+               "Health gate, read the links and what the node runs, in one run (step 'health gate')":
+               "Health gate, the node runs the target and its links are up (step 'health gate')"}
+
+
 def test_site_converges_and_second_run_changes_nothing(sim_inventory, collection_link):
     # The first run ends with stage 7 (the conformance suite from the controller, on localhost): it fails the
     # run unless every check passes on the converged fleet. The repeats leave the suite out.
     first = run_playbook("site.yml", sim_inventory)
     assert set(first["stats"]["ok"]) == {"sim01", "sim01-dpu", "sim02", "sim02-dpu", "localhost"}
     assert "Run the conformance suite against the inventory of this run" in first["stdout"]
+    for read, user in KNOWN_READS.items():
+        assert ran(first, read) == [], "%s: read again although this run had the answer" % read
+        assert ran(first, user), "%s: nothing used the answer" % user
     second = run_playbook("site.yml", sim_inventory, "-e", "bluefleet_validate=false")
     assert changed_count(second) == 0, second["stdout"][-4000:]
     check = run_playbook("site.yml", sim_inventory, "--check", "--diff", "-e", "bluefleet_validate=false")

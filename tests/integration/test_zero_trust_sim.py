@@ -82,6 +82,9 @@ def test_four_times_rule_restricts_and_reports_the_rshim_power_cycle(tmp_path, c
             in messages(apply, "Report the reset")[host]
         assert messages(apply, "Report the secure-boot")[host] == \
             "%s: secure-boot lifecycle GA Secured (secured: True); expected: any (report only)" % host
+    # the stage alone reads the lifecycle itself (site.yml takes preflight's read: test_site_sim.py)
+    assert sorted(h for h, res in results(apply, "bluefleet.dpu.dpu_info").items() if "secure_boot" in res) == \
+        sorted(DPUS)
 
     again = run_playbook(PLAYBOOK, inventory, extra)
     assert changed_count(again) == 0, again["stdout"][-4000:]
