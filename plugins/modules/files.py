@@ -40,6 +40,15 @@ options:
           gets this one.
         type: raw
         default: '0644'
+      validate:
+        description:
+          - A command that checks the new content before anything is written, as C(ansible.builtin.copy)'s
+            C(validate) - C(%s) stands for a temporary file holding it (C(nft -c -f %s)). Split like a shell
+            line, run without a shell.
+          - Runs only when the content differs from the file's, in check mode too (it writes nothing). When it
+            fails or is not installed, the task fails naming the file, the command and its output, and nothing
+            of the task is written.
+        type: str
   links:
     description: The symbolic links to make.
     type: list
@@ -145,10 +154,13 @@ diff:
 
 import os
 import re
+import shlex
 import stat
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file, write_link
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec, without_unasked_diff
 
 LABEL = "write files"
@@ -209,7 +221,37 @@ def read_bytes(path):
         return handle.read()
 
 
-def plan(params):
+def validate_argv(command, what):
+    """The argv of a validate command (``%s`` once or more); FilesError for one that cannot run."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise FilesError("%s %r cannot be split into arguments (%s); quote it as a shell would"
+                         % (what, command, exc)) from None
+    if not argv or not any("%s" in arg for arg in argv):
+        raise FilesError("%s %r does not name the file to check; put %%s where its path goes (nft -c -f %%s)"
+                         % (what, command))
+    return argv
+
+
+def check_content(runner, argv, data, index, path):
+    """Run the validate command on ``data`` in a temporary file; FilesError unless it exits 0."""
+    fd, tmp = tempfile.mkstemp(prefix=".bluefleet-validate-", suffix="-" + os.path.basename(path))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        result = runner.run([arg.replace("%s", tmp) for arg in argv])
+    finally:
+        os.unlink(tmp)
+    if result.rc != 0:
+        lines = (result.stderr.strip() or result.stdout.strip()).replace(tmp, path).splitlines()
+        raise FilesError("files[%d].path %s: the new content fails its check (%s): %s%s; fix the content or the "
+                         "command" % (index, path, " ".join(argv), error_reason(result).replace(tmp, path),
+                                      (" (%s)" % " / ".join(line.strip() for line in lines[-12:]))
+                                      if len(lines) > 1 else ""))
+
+
+def plan(params, runner=None):
     """Check every entry and read what is there; FilesError before anything is written."""
     fs_root = params["fs_root"]
     problems = []
@@ -227,6 +269,8 @@ def plan(params):
     if problems:
         raise FilesError("; ".join(problems))
     dir_mode = parse_mode(params["dir_mode"], "dir_mode")
+    checks = {index: validate_argv(entry["validate"], "files[%d].validate" % index)
+              for index, entry in enumerate(params["files"]) if entry.get("validate") is not None}
     files = []
     for index, entry in enumerate(params["files"]):
         mode = parse_mode(entry["mode"], "files[%d].mode" % index)
@@ -242,6 +286,9 @@ def plan(params):
         files.append({"path": entry["path"], "dest": dest, "data": data, "mode": mode, "before": before,
                       "before_mode": before_mode, "content_changed": before != data,
                       "changed": before != data or before_mode != mode})
+    for index, argv in checks.items():
+        if files[index]["content_changed"]:
+            check_content(runner or ToolRunner(), argv, files[index]["data"], index, files[index]["path"])
     links = []
     for index, entry in enumerate(params["links"]):
         dest = under_root(fs_root, entry["path"])
@@ -320,6 +367,7 @@ def argument_spec():
             "path": {"type": "path", "required": True},
             "content": {"type": "str", "required": True},
             "mode": {"type": "raw", "default": "0644"},
+            "validate": {"type": "str"},
         }},
         "links": {"type": "list", "elements": "dict", "default": [], "options": {
             "path": {"type": "path", "required": True},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tempfile
 
 import pytest
 from ansible.module_utils import basic
@@ -163,3 +164,44 @@ def test_a_mode_written_as_a_yaml_number_means_the_same(run, tmp_path):
     failed, result = run(args_for(tmp_path, files=[dict(SCRIPT, mode=0o750)], links=[]))
     assert not failed and stat.S_IMODE(os.stat(tmp_path / "usr/local/sbin/x").st_mode) == 0o750
     assert result["files"][0]["mode"] == "0750"
+
+
+# validate: the new content is checked before anything of the task is written (as ansible.builtin.copy's validate)
+CHECKER = "grep -q ExecStart= %s"  # grep exits 1 when the line is missing
+
+
+def test_validate_checks_new_content_and_passes_unchanged_files_without_running(run, tmp_path):
+    failed, result = run(args_for(tmp_path, files=[dict(UNIT, validate=CHECKER), SCRIPT]))
+    assert not failed and result["changed"], result
+    assert (tmp_path / "etc/systemd/system/x.service").read_text() == UNIT["content"]
+    # unchanged content is not checked again: a command that always fails passes here
+    failed, result = run(args_for(tmp_path, files=[dict(UNIT, validate="false %s"), SCRIPT]))
+    assert not failed and not result["changed"], result
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_content_that_fails_its_check_writes_nothing_and_says_why(run, tmp_path, check_mode):
+    (tmp_path / "etc").mkdir()
+    before = tree(tmp_path)
+    bad = dict(UNIT, content="[Service]\n", validate="sh -c 'echo line 1 of $0: no ExecStart >&2; exit 3' %s")
+    failed, result = run(args_for(tmp_path, files=[SCRIPT, bad]), check_mode=check_mode)
+    assert failed, result
+    msg = result["msg"]
+    assert msg.startswith("write files failed: files[1].path /etc/systemd/system/x.service: the new content fails its "
+                          "check (sh -c ")
+    assert "exit status 3: line 1 of /etc/systemd/system/x.service: no ExecStart" in msg, msg
+    assert msg.endswith("fix the content or the command; nothing was written"), msg
+    assert tree(tmp_path) == before, "a failed check wrote something (the other file, a directory)"
+    assert not [p for p in os.listdir(tempfile.gettempdir()) if p.startswith(".bluefleet-validate-")]
+
+
+@pytest.mark.parametrize("command, words", [
+    ("no-such-checker %s", "fails its check (no-such-checker %s): no-such-checker not found on PATH"),
+    ("grep -q ExecStart=", "does not name the file to check; put %s where its path goes"),
+    ("grep 'unclosed %s", "cannot be split into arguments"),
+])
+def test_a_validate_command_that_cannot_check_fails_before_writing(run, tmp_path, command, words):
+    before = tree(tmp_path)
+    failed, result = run(args_for(tmp_path, files=[dict(UNIT, validate=command)]))
+    assert failed and words in result["msg"], result["msg"]
+    assert tree(tmp_path) == before
