@@ -140,6 +140,11 @@ links:
   returned: always
   type: list
   elements: dict
+cmd:
+  description: The O(files[].validate) commands run, as argv lists, in order (empty when none ran).
+  returned: always
+  type: list
+  elements: list
 directories:
   description: The parent directories created (in check mode, that would be), under O(fs_root).
   returned: always
@@ -156,10 +161,9 @@ import os
 import re
 import shlex
 import stat
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file, write_link
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import scratch_file, write_file, write_link
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec, without_unasked_diff
 
@@ -236,13 +240,8 @@ def validate_argv(command, what):
 
 def check_content(runner, argv, data, index, path):
     """Run the validate command on ``data`` in a temporary file; FilesError unless it exits 0."""
-    fd, tmp = tempfile.mkstemp(prefix=".bluefleet-validate-", suffix="-" + os.path.basename(path))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+    with scratch_file(data, os.path.basename(path)) as tmp:
         result = runner.run([arg.replace("%s", tmp) for arg in argv])
-    finally:
-        os.unlink(tmp)
     if result.rc != 0:
         lines = (result.stderr.strip() or result.stdout.strip()).replace(tmp, path).splitlines()
         raise FilesError("files[%d].path %s: the new content fails its check (%s): %s%s; fix the content or the "
@@ -353,9 +352,9 @@ def result_of(files, links, directories):
     }
 
 
-def run_files(params, check_mode):
+def run_files(params, check_mode, runner=None):
     """Plan, then (not in check mode) write; the result. FilesError / OSError propagate."""
-    files, links, directories, dir_mode = plan(params)
+    files, links, directories, dir_mode = plan(params, runner)
     if not check_mode:
         apply(files, links, directories, dir_mode)
     return result_of(files, links, directories)
@@ -380,12 +379,14 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    runner = ToolRunner()
     try:
-        result = run_files(module.params, module.check_mode)
+        result = run_files(module.params, module.check_mode, runner)
     except FilesError as exc:
-        module.fail_json(msg="%s failed: %s; nothing was written" % (LABEL, exc))
+        module.fail_json(msg="%s failed: %s; nothing was written" % (LABEL, exc), cmd=runner.cmd)
     except OSError as exc:
-        module.fail_json(msg="%s failed: %s; run as a user who may write there" % (LABEL, exc))
+        module.fail_json(msg="%s failed: %s; run as a user who may write there" % (LABEL, exc), cmd=runner.cmd)
+    result["cmd"] = runner.cmd
     if not result["diff"]:
         result.pop("diff")
     if module.check_mode:

@@ -41,6 +41,12 @@ def ansible_env() -> dict[str, str]:
     env.pop("BLUEFLEET_SIM_NODES", None)
     env.pop("BLUEFLEET_SIM_STATE", None)
     env.update(strategy_env(env.get("BLUEFLEET_TEST_STRATEGY", "")))
+    # AnsiballZ payloads kept from one run to the next, keyed by their sources (callback_plugins/ansiballz_cache.py)
+    env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
+        p for p in (env.get("ANSIBLE_CALLBACK_PLUGINS"), str(Path(__file__).with_name("callback_plugins"))) if p)
+    env["ANSIBLE_CALLBACKS_ENABLED"] = ",".join(
+        p for p in (env.get("ANSIBLE_CALLBACKS_ENABLED"), "ansiballz_cache") if p)
+    env.setdefault("BLUEFLEET_TEST_ANSIBALLZ_CACHE", str(ROOT / ".cache" / "ansiballz"))
     return env
 
 

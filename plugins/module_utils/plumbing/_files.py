@@ -22,6 +22,7 @@ No AnsibleModule import.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -100,6 +101,20 @@ def _replace(path, folder, fill, finish):
             os.unlink(tmp)
         raise
     _fsync_dir(folder)
+
+
+@contextlib.contextmanager
+def scratch_file(content, name=""):
+    """A temporary file holding ``content`` (bytes) for a command to read, such as a check of new content before
+    it replaces a file (``validate``); removed when the block ends. Yields its path."""
+    fd, tmp = tempfile.mkstemp(prefix=".bluefleet-scratch-", suffix=("-" + name) if name else "")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        yield tmp
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 def write_attribute(path, text):

@@ -174,9 +174,11 @@ def test_validate_checks_new_content_and_passes_unchanged_files_without_running(
     failed, result = run(args_for(tmp_path, files=[dict(UNIT, validate=CHECKER), SCRIPT]))
     assert not failed and result["changed"], result
     assert (tmp_path / "etc/systemd/system/x.service").read_text() == UNIT["content"]
+    assert [argv[:3] for argv in result["cmd"]] == [["grep", "-q", "ExecStart="]], result["cmd"]
+    assert ".bluefleet-scratch-" in result["cmd"][0][3]  # the new content, in a file of its own
     # unchanged content is not checked again: a command that always fails passes here
     failed, result = run(args_for(tmp_path, files=[dict(UNIT, validate="false %s"), SCRIPT]))
-    assert not failed and not result["changed"], result
+    assert not failed and not result["changed"] and result["cmd"] == [], result
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
@@ -192,7 +194,7 @@ def test_content_that_fails_its_check_writes_nothing_and_says_why(run, tmp_path,
     assert "exit status 3: line 1 of /etc/systemd/system/x.service: no ExecStart" in msg, msg
     assert msg.endswith("fix the content or the command; nothing was written"), msg
     assert tree(tmp_path) == before, "a failed check wrote something (the other file, a directory)"
-    assert not [p for p in os.listdir(tempfile.gettempdir()) if p.startswith(".bluefleet-validate-")]
+    assert not [p for p in os.listdir(tempfile.gettempdir()) if p.startswith(".bluefleet-scratch-")]
 
 
 @pytest.mark.parametrize("command, words", [

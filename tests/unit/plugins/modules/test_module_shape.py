@@ -27,7 +27,9 @@ MODULES = sorted(p.stem for p in MODULES_DIR.glob("*.py") if p.stem != "__init__
 # document it, so the list only shrinks.
 NO_TOOL_VERSION_YET = {"ipsec_child", "nccl_allreduce", "netdev", "rdma_info", "rdma_link_info", "roce_qos"}
 # Modules that run no tool at all (they read and write files): no cmd / tool_version to report.
-RUNS_NO_TOOL = {"ipsec_offload", "files"}
+RUNS_NO_TOOL = {"ipsec_offload"}
+# Modules that run only a command the user gives (files' validate): cmd, but no tool of their own to version.
+RUNS_GIVEN_COMMAND = {"files"}
 # Option names whose spec must come from plumbing/_argspec.py, and how to rebuild the expected spec
 # from the module's own default.
 SHARED = {
@@ -103,7 +105,9 @@ def test_return_documents_the_common_keys(name):
         assert "ToolRunner" not in _source(name)
         return
     assert "cmd" in ret, "%s runs tools but RETURN does not document cmd" % name
-    if name in NO_TOOL_VERSION_YET:
+    if name in RUNS_GIVEN_COMMAND:
+        assert "tool_version" not in ret, "%s runs no tool of its own: it has no tool_version" % name
+    elif name in NO_TOOL_VERSION_YET:
         assert "tool_version" not in ret, "%s reports tool_version now: remove it from NO_TOOL_VERSION_YET" % name
     elif name.endswith("_info") and "tool_versions" in ret:
         pass  # an *_info module talks to many tools and reports each one's version

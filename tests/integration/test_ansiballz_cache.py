@@ -1,0 +1,35 @@
+"""The suite's AnsiballZ cache (callback_plugins/ansiballz_cache.py, enabled by conftest.ansible_env): the second
+run of a module takes the payload the first run built, from the folder of the current sources' key."""
+
+from __future__ import annotations
+
+import subprocess
+
+from conftest import BIN, ROOT, ansible_env
+
+PLAYBOOK = """- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - ansible.builtin.command: 'true'
+"""
+
+
+def test_a_second_run_takes_the_payload_the_first_built(tmp_path):
+    playbook = tmp_path / "one.yml"
+    playbook.write_text(PLAYBOOK)
+    env = dict(ansible_env(), BLUEFLEET_TEST_ANSIBALLZ_CACHE=str(tmp_path / "cache"), ANSIBLE_DEBUG="1")
+
+    def run():
+        proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(playbook),
+                               "-e", "ansible_python_interpreter=%s" % (BIN / "python")], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+
+    first, second = run(), run()
+    assert "ANSIBALLZ: Creating module" in first
+    assert "ANSIBALLZ: Creating module" not in second and "ANSIBALLZ: using cached module" in second
+    (key,) = list((tmp_path / "cache").iterdir())
+    payloads = [p.name for p in key.iterdir() if not p.name.endswith(".lock")]
+    assert payloads == ["ansible.modules.command-ZIP_DEFLATED-none"], payloads
