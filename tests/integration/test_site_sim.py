@@ -70,11 +70,12 @@ def ran(run, task):
                   if e.get("event") in ("runner_on_ok", "runner_on_failed") and e["event_data"].get("task") == task)
 
 
-# Reads whose answer this run already has: preflight read the fused secure-boot lifecycle and the GPU-NIC topology,
-# and with no image asked the upgrade's 'read versions' read the links that nothing touched since (the gate's own
-# read runs where a stage runs alone, or something touched the card: test_zero_trust_sim, test_gpudirect_sim,
-# test_upgrade_failsafe_sim, test_fault_matrix_sim).
-KNOWN_READS = {"Read the secure-boot lifecycle (mlxbf-bootctl)": "Report the secure-boot lifecycle",
+# Reads whose answer this run already has: preflight read the cards (what they run, their links), the fused
+# secure-boot lifecycle and the GPU-NIC topology moments before, and with no image asked nothing touched the card
+# before the health gate (a stage run alone reads for itself, and the gate reads again where something touched the
+# card: test_zero_trust_sim, test_gpudirect_sim, test_upgrade_sim, test_upgrade_failsafe_sim, test_fault_matrix_sim).
+KNOWN_READS = {"Read what the node runs (step 'read versions')": "The node has a card (step 'read versions')",
+               "Read the secure-boot lifecycle (mlxbf-bootctl)": "Report the secure-boot lifecycle",
                "Read the GPU-NIC topology": "Set the closest NIC of each GPU",
                "Health gate, read the links and what the node runs, in one run (step 'health gate')":
                "Health gate, the node runs the target and its links are up (step 'health gate')"}
