@@ -33,3 +33,16 @@ def test_a_second_run_takes_the_payload_the_first_built(tmp_path):
     (key,) = list((tmp_path / "cache").iterdir())
     payloads = [p.name for p in key.iterdir() if not p.name.endswith(".lock")]
     assert payloads == ["ansible.modules.command-ZIP_DEFLATED-none"], payloads
+
+
+def test_a_cache_that_cannot_be_written_costs_speed_only(tmp_path):
+    playbook = tmp_path / "one.yml"
+    playbook.write_text(PLAYBOOK)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    env = dict(ansible_env(), BLUEFLEET_TEST_ANSIBALLZ_CACHE=str(blocker / "cache"))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(playbook),
+                           "-e", "ansible_python_interpreter=%s" % (BIN / "python")], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "ansiballz_cache: %s is not usable" % (blocker / "cache") in proc.stdout + proc.stderr

@@ -96,6 +96,11 @@ class CallbackModule(CallbackBase):
     def __init__(self, display=None):
         super().__init__(display)
         base = os.environ.get("BLUEFLEET_TEST_ANSIBALLZ_CACHE")
-        if base:
+        if not base:
+            return
+        try:
             os.makedirs(base, exist_ok=True)
             share(base, C.DEFAULT_LOCAL_TMP)
+        except OSError as exc:  # a cache that cannot be used costs speed only: the run builds its own payloads
+            self._display.warning("ansiballz_cache: %s is not usable (%s); this run builds its own payloads"
+                                  % (base, exc))
