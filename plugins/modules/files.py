@@ -250,8 +250,9 @@ def check_content(runner, argv, data, index, path):
                                       if len(lines) > 1 else ""))
 
 
-def plan(params, runner=None):
-    """Check every entry and read what is there; FilesError before anything is written."""
+def plan(params, runner):
+    """Check every entry and read what is there, running each validate command with ``runner`` (its ``cmd`` is
+    the result's); FilesError before anything is written."""
     fs_root = params["fs_root"]
     problems = []
     seen = set()
@@ -287,7 +288,7 @@ def plan(params, runner=None):
                       "changed": before != data or before_mode != mode})
     for index, argv in checks.items():
         if files[index]["content_changed"]:
-            check_content(runner or ToolRunner(), argv, files[index]["data"], index, files[index]["path"])
+            check_content(runner, argv, files[index]["data"], index, files[index]["path"])
     links = []
     for index, entry in enumerate(params["links"]):
         dest = under_root(fs_root, entry["path"])
@@ -352,7 +353,7 @@ def result_of(files, links, directories):
     }
 
 
-def run_files(params, check_mode, runner=None):
+def run_files(params, check_mode, runner):
     """Plan, then (not in check mode) write; the result. FilesError / OSError propagate."""
     files, links, directories, dir_mode = plan(params, runner)
     if not check_mode:
