@@ -96,10 +96,15 @@ realtools: venv
 integration: venv
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/integration --junitxml=tests/output/integration.xml
 
+# Molecule's runs take the integration tests' AnsiballZ payloads, bytecode included
+# (tests/integration/callback_plugins/ansiballz_cache.py): each module's payload is built and compiled once per
+# version of its sources, not in every run and every container.
 molecule: venv
 	scripts/ensure-docker.sh
 	mkdir -p .cache && $(BIN)/bluefleet lab images --print-env > .cache/lab-images.env
-	. .cache/lab-images.env && $(BIN)/molecule test -s default
+	. .cache/lab-images.env && \
+	  ANSIBLE_CALLBACK_PLUGINS=$(CURDIR)/tests/integration/callback_plugins ANSIBLE_CALLBACKS_ENABLED=ansiballz_cache \
+	  BLUEFLEET_TEST_ANSIBALLZ_CACHE=$(CURDIR)/.cache/ansiballz $(BIN)/molecule test -s default
 
 clean:
 	rm -rf $(VENV) .collections build

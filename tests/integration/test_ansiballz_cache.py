@@ -1,9 +1,13 @@
 """The suite's AnsiballZ cache (callback_plugins/ansiballz_cache.py, enabled by conftest.ansible_env): the second
-run of a module takes the payload the first run built, from the folder of the current sources' key."""
+run of a module takes the payload the first run built, from the folder of the current sources' key, with the
+bytecode of its sources added (tests/unit/test_ansiballz_bytecode.py: zipimport runs it only for those sources)."""
 
 from __future__ import annotations
 
+import base64
+import io
 import subprocess
+import zipfile
 
 from conftest import BIN, ROOT, ansible_env
 
@@ -31,8 +35,16 @@ def test_a_second_run_takes_the_payload_the_first_built(tmp_path):
     assert "ANSIBALLZ: Creating module" in first
     assert "ANSIBALLZ: Creating module" not in second and "ANSIBALLZ: using cached module" in second
     (key,) = list((tmp_path / "cache").iterdir())
-    payloads = [p.name for p in key.iterdir() if not p.name.endswith(".lock")]
-    assert payloads == ["ansible.modules.command-ZIP_DEFLATED-none"], payloads
+    payloads = sorted(p.name for p in key.iterdir() if not p.name.endswith(".lock"))
+    assert payloads == ["ansible.modules.command-ZIP_DEFLATED-none",
+                        "ansible.modules.command-ZIP_DEFLATED-none.bytecode"], payloads
+    # the second run's task started after the first run's payload was cached: it added the bytecode, then ran it
+    from ansible.executor.module_common import _CachedModule
+
+    archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(_CachedModule.load(str(key / payloads[0])).zip_data)))
+    sources = {n for n in archive.namelist() if n.endswith(".py")}
+    assert "ansible/modules/command.py" in sources and "ansible/module_utils/basic.py" in sources
+    assert {n for n in archive.namelist() if n.endswith(".pyc")} == {n + "c" for n in sources}
 
 
 def test_a_cache_that_cannot_be_written_costs_speed_only(tmp_path):
