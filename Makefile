@@ -96,9 +96,10 @@ realtools: venv
 integration: venv
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/integration --junitxml=tests/output/integration.xml
 
-# Molecule's runs take the integration tests' AnsiballZ payloads, bytecode included
-# (tests/integration/callback_plugins/ansiballz_cache.py): each module's payload is built and compiled once per
-# version of its sources, not in every run and every container.
+# Molecule's runs take the integration tests' AnsiballZ payloads
+# (tests/integration/callback_plugins/ansiballz_cache.py): each module's payload is built once per version of its
+# sources, not in every run. Their bytecode (Python 3.11's, the controller's) does not serve the lab's containers
+# (Python 3.13): zipimport falls back to the sources there.
 molecule: venv
 	scripts/ensure-docker.sh
 	mkdir -p .cache && $(BIN)/bluefleet lab images --print-env > .cache/lab-images.env

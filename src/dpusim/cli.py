@@ -28,7 +28,10 @@ import stat
 import sys
 from pathlib import Path
 
-from dpusim import boot, clock, device, faults, images, kubelet, linux_state, profiles, replay, rshim, state, tools
+from dpusim import clock, device, faults, images, linux_state, profiles, replay, rshim, state, tools
+
+# boot (configparser, subprocess) and kubelet (secrets, socket): imported by the subcommands that use them; the
+# others (`dpusim fault set`, `state`, `rshim`, ...) start without them (tests/unit/dpusim/test_tool_dispatch.py)
 
 BIN_TEMPLATE = """#!{python}
 # dpusim front-end for {name!r}; written by `dpusim env`.
@@ -98,6 +101,8 @@ def cmd_state(args: argparse.Namespace) -> int:
 def _boot(root: Path) -> list:
     """The machine comes up: the kernel's boot values (netdev sysfs, drivers) first, then the enabled boot units,
     once the reboot's state is saved and the lock released (the units' tools open the node themselves)."""
+    from dpusim import boot
+
     with state.open_node(root):
         pass
     return boot.run_boot_units(root)
@@ -206,6 +211,8 @@ def cmd_kubelet(args: argparse.Namespace) -> int:
         return kubelet_serve.serve(args.interval, args.root)
     if not args.name:
         raise ValueError("dpusim kubelet %s: give the container or pod name (see `crictl ps -a`)" % args.action)
+    from dpusim import kubelet
+
     if args.action == "metrics":
         with state.open_node(args.root) as node:
             text = kubelet.metrics(node, args.name)

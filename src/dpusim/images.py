@@ -27,7 +27,6 @@ those facts in a small text header, followed by a filler payload::
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
@@ -69,6 +68,8 @@ def make_image(kind: str, profile: str, version: str, output: Path, *, psid: str
         raise ImageError("dpusim make-image: firmware version %r is not like 32.43.1014" % version)
     if kind == "bfb" and not prof.get("bluefield"):
         raise ImageError("dpusim make-image: a BFB is for a BlueField, not %s" % profile)
+    import hashlib  # the OpenSSL binding (4 ms): only for making or checking an image, not for `dpusim` start-up
+
     seed = hashlib.sha256(("%s|%s|%s" % (kind, profile, version)).encode()).digest()
     payload = bytearray(seed * (PAYLOAD_SIZE // 32))
     fields: dict[str, Any] = {
@@ -99,6 +100,8 @@ def make_image(kind: str, profile: str, version: str, output: Path, *, psid: str
 
 def read_image(path: Path) -> dict[str, Any]:
     """Parse an image; raises ``ImageError`` if it is not a twin image. Adds ``intact`` (checksum ok)."""
+    import hashlib
+
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:

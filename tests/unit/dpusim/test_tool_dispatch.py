@@ -64,6 +64,24 @@ def test_a_reading_tool_call_starts_without_what_only_some_calls_need(twin):
     assert out.split() == ["0", "True", "[]"], out
 
 
+# The `dpusim` command as tests and `bluefleet sim` call it (fault set/list, state, rshim): the modules of other
+# subcommands (boot units: configparser, subprocess; the kubelet: secrets, socket; images: hashlib) stay out.
+CLI_ONLY_SOMETIMES = ("dpusim.boot", "dpusim.kubelet", "configparser", "secrets", "socket", "hashlib")
+
+
+@pytest.mark.parametrize("argv", [["fault", "list"], ["fault", "set", "tool_hang", "--tool", "flint"], ["state"]],
+                         ids=["fault-list", "fault-set", "state"])
+def test_the_dpusim_command_starts_without_other_subcommands_modules(twin, argv):
+    root = twin("bluefield3", role="dpu").root
+    code = ("import contextlib, io, sys; from dpusim import cli; sys.argv = ['dpusim', *%r]\n"
+            "with contextlib.redirect_stdout(io.StringIO()): rc = cli.main()\n"
+            "print(rc, sorted(m for m in %r if m in sys.modules))" % (argv, CLI_ONLY_SOMETIMES))
+    env = dict(os.environ, DPUSIM_ROOT=str(root), PYTHONPATH=str(SRC))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
+                         env=env).stdout
+    assert out.split() == ["0", "[]"], out
+
+
 def test_writing_the_front_ends_compiles_the_twin_even_where_bytecode_is_not_written(tmp_path):
     """With PYTHONDONTWRITEBYTECODE set and a source tree nothing compiled, each tool call would compile every
     module it imports again (about 50 instead of 34 ms of CPU per call): `dpusim env` compiles them once."""
