@@ -96,15 +96,15 @@ realtools: venv
 integration: venv
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/integration --junitxml=tests/output/integration.xml
 
-# Molecule's runs take the integration tests' AnsiballZ payloads
-# (tests/integration/callback_plugins/ansiballz_cache.py): each module's payload is built once per version of its
-# sources, not in every run. Their bytecode (Python 3.11's, the controller's) does not serve the lab's containers
-# (Python 3.13): zipimport falls back to the sources there.
+# Molecule's runs take the integration tests' callbacks (tests/integration/callback_plugins): AnsiballZ payloads
+# built once per version of their sources, not in every run (their bytecode, Python 3.11's as the controller's,
+# does not serve the lab's containers, Python 3.13: zipimport falls back to the sources there), and the
+# controller's objects frozen out of the cyclic collector before each task's forks (fork_gc.py).
 molecule: venv
 	scripts/ensure-docker.sh
 	mkdir -p .cache && $(BIN)/bluefleet lab images --print-env > .cache/lab-images.env
 	. .cache/lab-images.env && \
-	  ANSIBLE_CALLBACK_PLUGINS=$(CURDIR)/tests/integration/callback_plugins ANSIBLE_CALLBACKS_ENABLED=ansiballz_cache \
+	  ANSIBLE_CALLBACK_PLUGINS=$(CURDIR)/tests/integration/callback_plugins ANSIBLE_CALLBACKS_ENABLED=ansiballz_cache,fork_gc \
 	  BLUEFLEET_TEST_ANSIBALLZ_CACHE=$(CURDIR)/.cache/ansiballz $(BIN)/molecule test -s default
 
 clean:
