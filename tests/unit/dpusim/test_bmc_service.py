@@ -236,7 +236,7 @@ def test_bmc_rshim_is_exclusive_with_the_host_rshim(bmc):
 def http_dir(tmp_path):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield tmp_path, "127.0.0.1:%d" % httpd.server_address[1]
     httpd.shutdown()
     httpd.server_close()
@@ -295,7 +295,7 @@ def test_http_bfb_is_refused_by_a_bf_23_10_bmc(tmp_path, clock):
 def test_server_over_tls_with_a_self_signed_certificate(bmc, tmp_path):
     import ssl
     httpd = server.build_server(bmc, "127.0.0.1", 0, tls=True, cert_out=str(tmp_path / "bmc.crt"))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         url = "https://127.0.0.1:%d/redfish/v1/Systems" % httpd.server_address[1]
         # An unknown self-signed certificate is refused by default. The default context is given explicitly:

@@ -128,7 +128,7 @@ def test_stand_in_serves_the_counters_at_scrape_time(twin):
     _deploy(t, port=port)
     server = kubelet_serve.server_for(t.node(), str(t.root))
     assert server.server_address[1] == port
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         url = "http://127.0.0.1:%d/metrics" % port

@@ -26,7 +26,8 @@ class TwinBmc:
         state.init_node(root, ["bluefield3"], "dpu", [None])
         self.bmc = service.Bmc(root, password=PASSWORD, firmware=firmware)
         self.httpd = server.build_server(self.bmc, "127.0.0.1", 0, tls=tls, cert_out=cert_out)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # a 0.05 s poll: stop() (socketserver's shutdown) waits for the serving loop's next poll (0.5 s by default)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
         self.address = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.httpd.server_address[1])
 
