@@ -112,3 +112,19 @@ def test_payloads_get_their_bytecode_once_and_other_files_are_left_alone(cache, 
     cache.compile_payloads(str(folder), set())  # another run: the mark says it is done
     cache.compile_payloads(str(folder), done)
     assert payload.stat().st_mtime_ns == stamp
+
+
+def test_a_payload_that_cannot_be_read_costs_speed_only(cache, tmp_path, monkeypatch):
+    monkeypatch.delenv("BLUEFLEET_TEST_ANSIBALLZ_CACHE", raising=False)
+    folder = tmp_path / "key"
+    folder.mkdir()
+    (folder / "ansible.modules.x-ZIP_DEFLATED-none").write_bytes(b"not a pickle")
+    warnings = []
+    callback = cache.CallbackModule()
+    monkeypatch.setattr(callback._display, "warning", warnings.append)
+    callback._folder = str(folder)
+    callback.v2_playbook_on_task_start(None, False)
+    assert len(warnings) == 1 and "no bytecode added to the payloads in %s" % folder in warnings[0], warnings
+    assert callback._folder is None  # not tried again in this run
+    assert sorted(p.name for p in folder.iterdir()) == ["ansible.modules.x-ZIP_DEFLATED-none",
+                                                        "ansible.modules.x-ZIP_DEFLATED-none.lock"]

@@ -173,6 +173,8 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, display=None):
         super().__init__(display)
+        self._folder = None  # the key's folder, when the cache is in use
+        self._done = set()  # payloads of that folder this run has seen with their bytecode
         base = os.environ.get("BLUEFLEET_TEST_ANSIBALLZ_CACHE")
         if not base:
             return
@@ -183,16 +185,11 @@ class CallbackModule(CallbackBase):
             self._display.warning("ansiballz_cache: %s is not usable (%s); this run builds its own payloads"
                                   % (base, exc))
 
-    _folder = None  # the key's folder, when the cache is in use
-    _done = frozenset()
-
     def _compile(self):
         """The payloads built so far get their bytecode (a worker builds a payload in a task; this runs in the
         controller's main process before the next task)."""
         if self._folder is None:
             return
-        if not self._done:
-            self._done = set()
         try:
             compile_payloads(self._folder, self._done)
         except Exception as exc:  # pylint: disable=broad-except  # bytecode costs speed only: payloads stay as built
