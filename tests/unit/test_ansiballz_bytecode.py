@@ -14,9 +14,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+import ansiballz_plugin
 import pytest
 
-PLUGIN = Path(__file__).resolve().parents[1] / "integration" / "callback_plugins" / "ansiballz_cache.py"
 PROBE = ("import importlib, json, sys\n"
          "sys.path.insert(0, sys.argv[1])\n"
          "m = importlib.import_module('pkg.mod')\n"
@@ -25,10 +25,7 @@ PROBE = ("import importlib, json, sys\n"
 
 @pytest.fixture(scope="module")
 def cache():
-    spec = importlib.util.spec_from_file_location("bluefleet_test_ansiballz_bytecode", PLUGIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ansiballz_plugin.load("bluefleet_test_ansiballz_bytecode")
 
 
 def _zip(files: dict[str, bytes]) -> bytes:

@@ -3,22 +3,16 @@ reused only while every source it is built from is unchanged."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
-from pathlib import Path
 
+import ansiballz_plugin
 import pytest
-
-PLUGIN = Path(__file__).resolve().parents[1] / "integration" / "callback_plugins" / "ansiballz_cache.py"
 
 
 @pytest.fixture(scope="module")
 def cache():
-    spec = importlib.util.spec_from_file_location("bluefleet_test_ansiballz_cache", PLUGIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ansiballz_plugin.load("bluefleet_test_ansiballz_cache")
 
 
 @pytest.fixture
