@@ -19,19 +19,20 @@ PLAYBOOK = """- hosts: localhost
 """
 
 
-def test_a_second_run_takes_the_payload_the_first_built(tmp_path):
+def _play(tmp_path, env) -> str:
+    """PLAYBOOK run once with ``env``; its output (stdout and stderr). It must pass."""
     playbook = tmp_path / "one.yml"
     playbook.write_text(PLAYBOOK)
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(playbook),
+                           "-e", "ansible_python_interpreter=%s" % (BIN / "python")], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def test_a_second_run_takes_the_payload_the_first_built(tmp_path):
     env = dict(ansible_env(), BLUEFLEET_TEST_ANSIBALLZ_CACHE=str(tmp_path / "cache"), ANSIBLE_DEBUG="1")
-
-    def run():
-        proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(playbook),
-                               "-e", "ansible_python_interpreter=%s" % (BIN / "python")], env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=300, check=False)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        return proc.stdout + proc.stderr
-
-    first, second = run(), run()
+    first, second = _play(tmp_path, env), _play(tmp_path, env)
     assert "ANSIBALLZ: Creating module" in first
     assert "ANSIBALLZ: Creating module" not in second and "ANSIBALLZ: using cached module" in second
     (key,) = list((tmp_path / "cache").iterdir())
@@ -48,13 +49,7 @@ def test_a_second_run_takes_the_payload_the_first_built(tmp_path):
 
 
 def test_a_cache_that_cannot_be_written_costs_speed_only(tmp_path):
-    playbook = tmp_path / "one.yml"
-    playbook.write_text(PLAYBOOK)
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder\n")
-    env = dict(ansible_env(), BLUEFLEET_TEST_ANSIBALLZ_CACHE=str(blocker / "cache"))
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(playbook),
-                           "-e", "ansible_python_interpreter=%s" % (BIN / "python")], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "ansiballz_cache: %s is not usable" % (blocker / "cache") in proc.stdout + proc.stderr
+    out = _play(tmp_path, dict(ansible_env(), BLUEFLEET_TEST_ANSIBALLZ_CACHE=str(blocker / "cache")))
+    assert "ansiballz_cache: %s is not usable" % (blocker / "cache") in out
