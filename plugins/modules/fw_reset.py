@@ -261,7 +261,6 @@ tool_version:
 import json
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import Card
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import PlanError, describe, plan, render
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import (
@@ -322,6 +321,14 @@ def ipmitool_argv(ipmi):
     if ipmi.get("port"):
         argv += ["-p", str(ipmi["port"])]
     return argv + ["-U", ipmi["user"], "-E", "chassis", "power", "cycle"]
+
+
+def open_url(url, **kwargs):
+    """ansible.module_utils.urls.open_url, imported only for a Redfish power cycle: it brings about 80 modules
+    (http, email, ssl) that every other run of this module would import for nothing (AnsiballZ still ships it)."""
+    from ansible.module_utils.urls import open_url as real_open_url
+
+    return real_open_url(url, **kwargs)
 
 
 def redfish_request(redfish):

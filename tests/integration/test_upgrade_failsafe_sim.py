@@ -67,7 +67,7 @@ CASES = {
     "read versions": (fault("set", "device_missing"), fault("clear"),
                       ["upgrade failed at 'The node has a card", "no BlueField or ConnectX card found",
                        "host restriction unchanged"]),
-    "record versions": (_state_dir_is_a_file, None, ["upgrade failed at 'The state directory exists", "not-a-dir",
+    "record versions": (_state_dir_is_a_file, None, ["upgrade failed at 'Write the record'", "not-a-dir",
                                                      "host restriction restored as before"]),
     "firmware plan": (fault("set", "garbage_output", "--tool", "mlxconfig"),
                       fault("clear"),

@@ -28,7 +28,10 @@ description:
 _CONTROLLER_SHORT = ("set_fact", "assert", "debug", "fail", "meta", "add_host", "group_by", "include_tasks",
                      "import_tasks", "include_role", "import_role", "include_vars", "set_stats", "pause",
                      "validate_argument_spec")
-CONTROLLER_ONLY = frozenset(_CONTROLLER_SHORT) | frozenset("ansible.builtin." + name for name in _CONTROLLER_SHORT)
+# The collection's own controller-side actions (an action plugin that starts no module process).
+_COLLECTION_CONTROLLER = ("bluefleet.dpu.upgrade_record",)
+CONTROLLER_ONLY = (frozenset(_CONTROLLER_SHORT) | frozenset("ansible.builtin." + name for name in _CONTROLLER_SHORT)
+                   | frozenset(_COLLECTION_CONTROLLER))
 
 
 def _cpu():

@@ -21,13 +21,17 @@ from fake_tools import fixture_text
 
 MODULES_DIR = Path(__file__).resolve().parents[4] / "plugins" / "modules"
 MODULES = sorted(p.stem for p in MODULES_DIR.glob("*.py") if p.stem != "__init__")
+# Modules whose work an action plugin of the same name does on the controller (plugins/action): their file in
+# plugins/modules holds the documentation only, as ansible.builtin.set_fact's does.
+ACTIONS_DIR = MODULES_DIR.parent / "action"
+ACTIONS = sorted(p.stem for p in ACTIONS_DIR.glob("*.py") if p.stem != "__init__")
 
 # Modules that run tools but do not report the tool's version yet (the version argv of each must be
 # checked against the real tool and the twin first). The test below fails when one of them starts to
 # document it, so the list only shrinks.
 NO_TOOL_VERSION_YET = {"ipsec_child", "nccl_allreduce", "netdev", "rdma_info", "rdma_link_info", "roce_qos"}
 # Modules that run no tool at all (they read and write files): no cmd / tool_version to report.
-RUNS_NO_TOOL = {"ipsec_offload"}
+RUNS_NO_TOOL = {"ipsec_offload", "upgrade_record"}
 # Modules that run only a command the user gives (files' validate): cmd, but no tool of their own to version.
 RUNS_GIVEN_COMMAND = {"files"}
 # Option names whose spec must come from plumbing/_argspec.py, and how to rebuild the expected spec
@@ -80,6 +84,11 @@ def _argument_spec(name, monkeypatch):
 @pytest.mark.parametrize("name", MODULES)
 def test_entry_point(name):
     tree = _tree(name)
+    if name in ACTIONS:
+        assigned = [t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets]
+        assert sorted(assigned) == ["DOCUMENTATION", "EXAMPLES", "RETURN"], "%s: documentation only" % name
+        assert not any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.If)) for n in tree.body), name
+        return
     assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), "%s has no main()" % name
     guards = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "__name__ == '__main__'"]
     assert guards and ast.unparse(guards[-1].body[0]) == "main()", "%s does not end with the __main__ guard" % name
@@ -125,7 +134,11 @@ def test_check_mode_prediction_documented_where_returned(name):
 
 @pytest.mark.parametrize("name", MODULES)
 def test_shared_options_come_from_the_fragments(name, monkeypatch):
-    spec = _argument_spec(name, monkeypatch)
+    if name in ACTIONS:
+        spec = importlib.import_module("ansible_collections.bluefleet.dpu.plugins.action." + name).ARGUMENT_SPEC
+        assert set(spec) == set(_docs(name)["DOCUMENTATION"]["options"]), "%s: the action's options" % name
+    else:
+        spec = _argument_spec(name, monkeypatch)
     for option, expected in SHARED.items():
         if option not in spec or (name, option) in OTHER_MEANING:
             continue
@@ -277,3 +290,11 @@ def test_one_device_handle_type():
                      if any(isinstance(n, ast.ClassDef) and n.name.endswith("Card")
                             for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))))
     assert defined == ["module_utils/domain/_cards.py"], defined
+
+
+def test_every_action_plugin_has_its_documentation_module():
+    assert ACTIONS, "plugins/action holds no action plugin"
+    for name in ACTIONS:
+        assert name in MODULES, "plugins/action/%s.py has no plugins/modules/%s.py documenting it" % (name, name)
+        action = importlib.import_module("ansible_collections.bluefleet.dpu.plugins.action." + name)
+        assert hasattr(action, "ActionModule") and hasattr(action, "ARGUMENT_SPEC"), name
