@@ -17,7 +17,7 @@ import stat
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.json import get_encoder
 from ansible.plugins.action import ActionBase
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import missing_folders, write_file
 
 _OCTAL = re.compile(r"^0?[0-7]{3,4}$")
 ARGUMENT_SPEC = {
@@ -43,20 +43,13 @@ def render(record):
     return json.dumps(record, cls=get_encoder("tagless"), indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
 
 
-def missing_folders(path):
+def folders_to_make(path):
     """The folders above ``path`` that do not exist, outermost first; AnsibleActionFail when one is a file."""
-    out = []
-    folder = os.path.dirname(path)
-    while not os.path.isdir(folder):
-        if os.path.lexists(folder):
-            raise AnsibleActionFail("%s is in the way: a file where the record's folder is needed; remove it or "
-                                    "choose another folder" % folder)
-        out.insert(0, folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    return out
+    try:
+        return missing_folders(path)
+    except NotADirectoryError as exc:
+        raise AnsibleActionFail("%s is in the way: a file where the record's folder is needed; remove it or choose "
+                                "another folder" % exc.filename) from None
 
 
 def read_before(path):
@@ -66,7 +59,7 @@ def read_before(path):
     except FileNotFoundError:
         return None, None
     except NotADirectoryError:
-        missing_folders(path)  # names the file in the way
+        folders_to_make(path)  # names the file in the way
         raise
     if not stat.S_ISREG(st.st_mode):
         raise AnsibleActionFail("%s is %s, not a file; remove it or choose another folder"
@@ -88,7 +81,7 @@ class ActionModule(ActionBase):
         content = render(args["record"])
         try:
             before, before_mode = read_before(path)
-            folders = missing_folders(path) if before is None else []
+            folders = folders_to_make(path) if before is None else []
             changed = before != content or before_mode != mode
             if changed and not self._task.check_mode:
                 for folder in folders:

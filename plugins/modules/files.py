@@ -163,7 +163,12 @@ import shlex
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import scratch_file, write_file, write_link
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import (
+    missing_folders,
+    scratch_file,
+    write_file,
+    write_link,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec, without_unasked_diff
 
@@ -205,19 +210,11 @@ def under_root(fs_root, path):
 
 def missing_parents(dest, fs_root):
     """The parent directories of ``dest`` that do not exist, outermost first; FilesError when one is a file."""
-    out = []
-    folder = os.path.dirname(dest)
-    root = os.path.abspath(fs_root)
-    while folder and os.path.abspath(folder) != root and not os.path.isdir(folder):
-        if os.path.lexists(folder):
-            raise FilesError("%s is in the way: a file where a directory is needed; remove it or choose "
-                             "another path" % folder)
-        out.insert(0, folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    return out
+    try:
+        return missing_folders(dest, fs_root)
+    except NotADirectoryError as exc:
+        raise FilesError("%s is in the way: a file where a directory is needed; remove it or choose another path"
+                         % exc.filename) from None
 
 
 def read_bytes(path):

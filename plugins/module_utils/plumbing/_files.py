@@ -12,6 +12,8 @@
   one after the other, streamed (for images too large to hold in memory, a BFB with its bf.cfg appended).
 - ``write_attribute(path, text)``: write a kernel attribute (``/sys/...``) in place. Such files cannot be
   renamed over; the kernel takes the value from one ``write()``.
+- ``missing_folders(path, root="/")``: the folders above ``path`` that do not exist (to create before a write), or
+  NotADirectoryError naming the one that is a file.
 - ``write_link(path, target)``: atomically make ``path`` a symbolic link to ``target`` (a new link under a
   temporary name, renamed over ``path``). Returns True when it changed, False when ``path`` already is that link.
 
@@ -68,6 +70,23 @@ def write_file(path, content, mode=0o644, makedirs=False, dir_mode=0o755):
 
     _replace(path, folder, lambda handle: handle.write(data), finish)
     return True
+
+
+def missing_folders(path, root="/"):
+    """The folders above ``path`` that do not exist, outermost first, up to ``root`` (not included); NotADirectoryError
+    (its ``filename`` the folder) when one of them is a file."""
+    out = []
+    folder = os.path.dirname(path)
+    top = os.path.abspath(root)
+    while folder and os.path.abspath(folder) != top and not os.path.isdir(folder):
+        if os.path.lexists(folder):
+            raise NotADirectoryError(errno.ENOTDIR, "a file where a directory is needed", folder)
+        out.insert(0, folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return out
 
 
 def write_concatenation(path, sources, mode=0o600):

@@ -135,3 +135,20 @@ def test_write_link_refuses_a_directory(tmp_path):
     with pytest.raises(IsADirectoryError):
         _files.write_link(str(tmp_path / "d"), "../x")
     assert sorted(os.listdir(tmp_path)) == ["d"]
+
+
+def test_missing_folders_lists_the_folders_to_make_outermost_first(tmp_path):
+    path = tmp_path / "a" / "b" / "record.json"
+    assert _files.missing_folders(str(path)) == [str(tmp_path / "a"), str(tmp_path / "a" / "b")]
+    (tmp_path / "a").mkdir()
+    assert _files.missing_folders(str(path)) == [str(tmp_path / "a" / "b")]
+    assert _files.missing_folders(str(tmp_path / "record.json")) == []
+    # up to the root given, not beyond: a root that does not exist yet is not listed
+    assert _files.missing_folders(str(tmp_path / "r" / "x" / "f"), str(tmp_path / "r")) == [str(tmp_path / "r" / "x")]
+
+
+def test_missing_folders_names_a_file_in_the_way(tmp_path):
+    (tmp_path / "a").write_text("x")
+    with pytest.raises(NotADirectoryError) as caught:
+        _files.missing_folders(str(tmp_path / "a" / "b" / "record.json"))
+    assert caught.value.filename == str(tmp_path / "a")
