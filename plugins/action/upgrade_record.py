@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.json import get_encoder
 from ansible.plugins.action import ActionBase
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import missing_folders, write_file
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import (
+    missing_folders,
+    octal_mode,
+    write_file,
+)
 
-_OCTAL = re.compile(r"^0?[0-7]{3,4}$")
 ARGUMENT_SPEC = {
     "path": {"type": "path", "required": True},
     "record": {"type": "dict", "required": True},
@@ -30,11 +32,10 @@ ARGUMENT_SPEC = {
 
 def parse_mode(value, what):
     """'0644' or an int (YAML's 0644 arrives as 420) -> int; AnsibleActionFail otherwise."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o7777:
-        return value
-    if isinstance(value, str) and _OCTAL.match(value.strip()):
-        return int(value.strip(), 8)
-    raise AnsibleActionFail("%s %r is not a mode; give it as an octal string such as '0644'" % (what, value))
+    try:
+        return octal_mode(value, what)
+    except ValueError as exc:
+        raise AnsibleActionFail(str(exc)) from None
 
 
 def render(record):
@@ -58,9 +59,6 @@ def read_before(path):
         st = os.stat(path)
     except FileNotFoundError:
         return None, None
-    except NotADirectoryError:
-        folders_to_make(path)  # names the file in the way
-        raise
     if not stat.S_ISREG(st.st_mode):
         raise AnsibleActionFail("%s is %s, not a file; remove it or choose another folder"
                                 % (path, "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"))
@@ -80,8 +78,8 @@ class ActionModule(ActionBase):
         dir_mode = parse_mode(args["dir_mode"], "dir_mode")
         content = render(args["record"])
         try:
+            folders = folders_to_make(path)  # first: it names a file in the way
             before, before_mode = read_before(path)
-            folders = folders_to_make(path) if before is None else []
             changed = before != content or before_mode != mode
             if changed and not self._task.check_mode:
                 for folder in folders:

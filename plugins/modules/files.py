@@ -158,13 +158,13 @@ diff:
 """
 
 import os
-import re
 import shlex
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import (
     missing_folders,
+    octal_mode,
     scratch_file,
     write_file,
     write_link,
@@ -173,7 +173,6 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner imp
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec, without_unasked_diff
 
 LABEL = "write files"
-_OCTAL = re.compile(r"^0?[0-7]{3,4}$")
 
 
 class FilesError(Exception):
@@ -182,14 +181,10 @@ class FilesError(Exception):
 
 def parse_mode(value, what):
     """An octal mode string ('0644') or an int (YAML's 0644 arrives as 420) -> int; FilesError otherwise."""
-    if isinstance(value, bool):
-        raise FilesError("%s %r is not a mode; give it as an octal string such as '0644'" % (what, value))
-    if isinstance(value, int):
-        if 0 <= value <= 0o7777:
-            return value
-    elif isinstance(value, str) and _OCTAL.match(value.strip()):
-        return int(value.strip(), 8)
-    raise FilesError("%s %r is not a mode; give it as an octal string such as '0644'" % (what, value))
+    try:
+        return octal_mode(value, what)
+    except ValueError as exc:
+        raise FilesError(str(exc)) from None
 
 
 def check_path(path, what):

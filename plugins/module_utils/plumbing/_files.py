@@ -12,6 +12,8 @@
   one after the other, streamed (for images too large to hold in memory, a BFB with its bf.cfg appended).
 - ``write_attribute(path, text)``: write a kernel attribute (``/sys/...``) in place. Such files cannot be
   renamed over; the kernel takes the value from one ``write()``.
+- ``octal_mode(value, what)``: a file mode as users give it (``'0644'``, or YAML's 0644 read as the int 420) -> int;
+  ValueError naming ``what`` otherwise.
 - ``missing_folders(path, root="/")``: the folders above ``path`` that do not exist (to create before a write), or
   NotADirectoryError naming the one that is a file.
 - ``write_link(path, target)``: atomically make ``path`` a symbolic link to ``target`` (a new link under a
@@ -27,8 +29,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import tempfile
+
+_OCTAL = re.compile(r"^0?[0-7]{3,4}$")
 
 
 def read_text(path, errors="strict"):
@@ -70,6 +75,15 @@ def write_file(path, content, mode=0o644, makedirs=False, dir_mode=0o755):
 
     _replace(path, folder, lambda handle: handle.write(data), finish)
     return True
+
+
+def octal_mode(value, what):
+    """An octal mode string ('0644') or an int (YAML's 0644 arrives as 420) -> int; ValueError otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o7777:
+        return value
+    if isinstance(value, str) and _OCTAL.match(value.strip()):
+        return int(value.strip(), 8)
+    raise ValueError("%s %r is not a mode; give it as an octal string such as '0644'" % (what, value))
 
 
 def missing_folders(path, root="/"):

@@ -152,3 +152,14 @@ def test_missing_folders_names_a_file_in_the_way(tmp_path):
     with pytest.raises(NotADirectoryError) as caught:
         _files.missing_folders(str(tmp_path / "a" / "b" / "record.json"))
     assert caught.value.filename == str(tmp_path / "a")
+
+
+@pytest.mark.parametrize("value,expected", [("0644", 0o644), (" 755 ", 0o755), (420, 0o644), ("04755", 0o4755)])
+def test_octal_mode_reads_a_mode_as_users_give_it(value, expected):
+    assert _files.octal_mode(value, "mode") == expected
+
+
+@pytest.mark.parametrize("value", ["rw-r--r--", "0899", True, 0o17777, None])
+def test_octal_mode_refuses_anything_else_naming_the_option(value):
+    with pytest.raises(ValueError, match="files\\[0\\].mode .* is not a mode; give it as an octal string"):
+        _files.octal_mode(value, "files[0].mode")
