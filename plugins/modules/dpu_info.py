@@ -12,7 +12,8 @@ description:
     host (x86 side) or a DPU (its Arm side), with what the tools say about it.
   - Per card, from C(mst status -v), C(flint -d DEV q), C(mlxconfig -d DEV -e q) and
     C(mlxprivhost -d DEV q), and once per machine C(devlink dev eswitch show), C(bfver),
-    C(mlxbf-bootctl), C(rdma link show) and the rshim C(misc) files. Each tool runs at most once per card.
+    C(mlxbf-bootctl), C(rdma link show) and the rshim C(misc) files; when asked for, C(mlxfwreset -d DEV q).
+    Each tool runs at most once per card.
   - Read-only. Every command run is returned in RV(cmd); the version each tool reports in RV(tool_versions).
   - A tool that is not installed is reported in RV(tools_missing) and in the section it feeds
     (C(available=false) with the reason), not as a failure. A machine without cards returns an empty
@@ -29,6 +30,8 @@ options:
       - C(nvconfig) non-volatile configuration with Default, Current and Next Boot values, part
         number (C(mlxconfig -e q)). C(mode) DPU or NIC mode for Current and Next Boot (also from
         C(mlxconfig); asking for C(mode) alone runs it once and leaves out the parameter table).
+      - C(reset_levels) the firmware reset levels the card supports (C(mlxfwreset q)) - level 3 and sync 1, as
+        M(bluefleet.dpu.fw_reset) plans with them. Not in the default; give it by name.
       - C(eswitch) devlink eswitch mode per PCI function. C(privilege) host privilege level
         (C(mlxprivhost q), DPU side only). C(rshim) rshim devices (host side only).
       - C(dpu_os) BFB / DOCA / OS version (C(bfver), DPU side only). C(secure_boot) secure-boot
@@ -38,7 +41,8 @@ options:
         upgrade's health gate). Not in the default; give it by name.
     type: list
     elements: str
-    choices: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions, rdma_links]
+    choices: [firmware, nvconfig, mode, reset_levels, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions,
+              rdma_links]
     default: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
@@ -78,6 +82,11 @@ EXAMPLES = r"""
   bluefleet.dpu.dpu_info:
     filter: [firmware, rdma_links]
   register: dpu_health
+
+- name: The firmware and the reset levels fw_reset would plan with
+  bluefleet.dpu.dpu_info:
+    filter: [firmware, reset_levels]
+  register: dpu_reset
 
 - name: Stop when a card waits for a firmware reset
   ansible.builtin.assert:
@@ -180,6 +189,16 @@ devices:
         DPU mode is C(INTERNAL_CPU_MODEL=EMBEDDED_CPU(1)) with C(INTERNAL_CPU_OFFLOAD_ENGINE) enabled (0) or absent.
       type: dict
       returned: when C(mode) is in O(filter)
+    reset_levels:
+      description: >-
+        C(available) (false with C(reason) when neither C(mlxfwreset) nor mstflint's C(mstfwreset) is on PATH),
+        C(tool) (the program that answered, C(mlxfwreset) or C(mstfwreset); absent when unavailable),
+        C(level3) (reset level 3, driver restart and PCI reset, is supported) and C(sync1) (reset sync 1, the
+        driver as owner, is supported), both false when unavailable; what M(bluefleet.dpu.fw_reset) reads with
+        C(mlxfwreset -d DEV q) to plan a reset. mstfwreset is given the card's PCI address, mlxfwreset its C(mst).
+      type: dict
+      returned: when C(reset_levels) is in O(filter)
+      sample: {"available": true, "tool": "mlxfwreset", "level3": true, "sync1": true}
     eswitch:
       description: >-
         C(available), C(reason), C(functions) (PCI address with domain -> C(mode), C(inline_mode),
@@ -230,8 +249,8 @@ rdma_links:
 tool_versions:
   description: >-
     Tool name -> the first line its version option printed (C(mst version), C(flint --version),
-    C(mlxconfig --version), C(mlxprivhost -v), C(devlink -V), C(rdma -V)), or null when the tool has no
-    version option, is missing or the version query failed. Only tools this run used are listed.
+    C(mlxconfig --version), C(mlxprivhost -v), C(mlxfwreset --version), C(devlink -V), C(rdma -V)), or null
+    when the tool has no version option, is missing or the version query failed. Only tools this run used are listed.
   returned: when C(tool_versions) is in O(filter)
   type: dict
   sample: {"mst": "mst, mft 4.30.0-139, built on Oct 10 2024, 09:51:39. Git SHA Hash: N/A", "bfver": null}
@@ -251,13 +270,21 @@ import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import full_bdf, group_by_card, side_of
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
+    check_device,
+    full_bdf,
+    group_by_card,
+    pick_tool,
+    reset_query_argv,
+    side_of,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._rdma_links import summarize_links
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import PARSERS as BF_RELEASE_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import PARSERS as DEVLINK_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import PARSERS as FLINT_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import PARSERS as MLXCONFIG_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import PARSERS as MLXFWRESET_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import PARSERS as MLXPRIVHOST_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import PARSERS as MST_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
@@ -274,10 +301,10 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     unavailable,
 )
 
-SECTIONS = ("firmware", "nvconfig", "mode", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot", "tool_versions",
-            "rdma_links")
-# rdma_links is asked for by name: the default stays what it was before the section existed.
-DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "rdma_links")
+SECTIONS = ("firmware", "nvconfig", "mode", "reset_levels", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot",
+            "tool_versions", "rdma_links")
+# reset_levels and rdma_links are asked for by name: the default stays what it was before the sections existed.
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in ("reset_levels", "rdma_links"))
 
 # argv that asks each tool for its version; None: the tool has no version option (not asked).
 VERSION_ARGV = {
@@ -285,6 +312,8 @@ VERSION_ARGV = {
     "flint": ("flint", "--version"),
     "mlxconfig": ("mlxconfig", "--version"),
     "mlxprivhost": ("mlxprivhost", "-v"),
+    "mlxfwreset": ("mlxfwreset", "--version"),
+    "mstfwreset": ("mstfwreset", "--version"),
     "devlink": ("devlink", "-V"),
     "rdma": ("rdma", "-V"),
     "bfver": None,
@@ -384,6 +413,28 @@ class DpuInfo(ToolReader):
         params = nvconfig["params"]
         return {"available": True, "current": self.mode_of(dev, params, "current"),
                 "next_boot": self.mode_of(dev, params, "next_boot")}
+
+    def reset_levels(self, dev, tool):
+        """What fw_reset plans with (``Card.levels``): level 3 and sync 1 from ``TOOL -d DEV q``.
+
+        ``tool``: ``mlxfwreset``, or mstflint's ``mstfwreset``, which cannot open an mst device file and is given
+        the card's PCI address.
+        """
+        device = dev["mst"]
+        if tool != "mlxfwreset" and dev["pci"]:
+            device = full_bdf(dev["pci"])
+        check_device(tool, device)
+        argv = reset_query_argv(tool, device)
+        result = self.run(argv, "query reset levels of %s with %s" % (device, tool))
+        if result is None:
+            return dict(unavailable(self.missing_reason(tool)), level3=False, sync1=False)
+        q = self.parse(MLXFWRESET_PARSERS, "mlxfwreset-query", result, " ".join(argv))
+        return {
+            "available": True,
+            "tool": tool,
+            "level3": any(e["level"] == 3 and e["supported"] for e in q["levels"]),
+            "sync1": any(e["id"] == 1 and e["supported"] for e in q["sync"]),
+        }
 
     def privilege(self, dev, side):
         if side != "dpu":
@@ -496,6 +547,8 @@ class DpuInfo(ToolReader):
         eswitch = None
         if "eswitch" in want and devices:
             eswitch = self.eswitch()
+        # fw_reset's choice (Card.reset_tool): MFT's mlxfwreset, else mstflint's mstfwreset, else mlxfwreset (missing)
+        reset_tool = pick_tool(self.runner, "mlxfwreset") if "reset_levels" in want and devices else None
         for dev in devices:
             if "firmware" in want:
                 dev["firmware"] = self.firmware(dev)
@@ -506,6 +559,8 @@ class DpuInfo(ToolReader):
                     dev["nvconfig"] = nv
                 if "mode" in want:
                     dev["mode"] = self.mode(dev, nv)
+            if "reset_levels" in want:
+                dev["reset_levels"] = self.reset_levels(dev, reset_tool)
             if "eswitch" in want:
                 if eswitch is None:
                     dev["eswitch"] = unavailable(self.missing_reason("devlink"))

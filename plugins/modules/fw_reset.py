@@ -262,7 +262,12 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import Card
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import PlanError, describe, plan, render
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import (
+    PlanError,
+    card_plan,
+    describe_pending,
+    pending_summary,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import (
     parse_mlxfwreset_reset,
 )
@@ -278,42 +283,10 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     timeout_spec,
 )
 
-ACTIONS = ("firmware_reset", "warm_reboot", "power_cycle")
-
 
 def reset_argv(tool, device, sync1):
     """The level-3 firmware reset command line."""
     return [tool, "-d", device, "-y", "-l", "3"] + (["--sync", "1"] if sync1 else []) + ["r"]
-
-
-def changes_of(state, extra):
-    changes = [{"kind": "mlxconfig", "name": name, "before": cur, "after": nxt}
-               for name, (cur, nxt) in state["nvconfig"].items()]
-    fw = state["firmware"]
-    if fw["flashed"] and fw["flashed"] != fw["running"]:
-        changes.append({"kind": "nic_firmware", "name": "firmware", "before": fw["running"], "after": fw["flashed"]})
-    seen = {c["name"] for c in changes}
-    for item in extra:
-        entry = {"kind": item.get("kind", "mlxconfig")}
-        entry.update({k: item[k] for k in ("name", "option", "before", "after") if k in item})
-        if entry.get("name") in seen:
-            continue
-        changes.append(entry)
-    return changes
-
-
-def pending_summary(state):
-    fw = state["firmware"]
-    return {"nvconfig": sorted(state["nvconfig"]),
-            "firmware": bool(fw["flashed"] and fw["flashed"] != fw["running"])}
-
-
-def describe_pending(state):
-    parts = ["%s %s -> %s" % (name, cur, nxt) for name, (cur, nxt) in state["nvconfig"].items()]
-    fw = state["firmware"]
-    if fw["flashed"] and fw["flashed"] != fw["running"]:
-        parts.append("firmware %s -> %s" % (fw["running"], fw["flashed"]))
-    return ", ".join(parts) or "nothing"
 
 
 def ipmitool_argv(ipmi):
@@ -344,29 +317,6 @@ class Resetter:
         self.runner = runner
         self.p = params
         self.card = node_card
-
-    def method_for(self, reset):
-        if reset == "firmware_reset":
-            return "mlxfwreset"
-        if reset == "warm_reboot":
-            return "reboot_command"
-        return self.p["power_cycle_method"]
-
-    def check_available(self, reset, changes, check_mode):
-        """Fail before anything happens when the reset cannot be done here."""
-        what = ", ".join(describe(change) for change in changes) or "nothing"
-        if reset == "warm_reboot" and not self.p["reboot_command"]:
-            raise ToolError("reset the card failed: a warm reboot is needed to activate %s, and reboot_command is "
-                            "not set; set it (e.g. [systemctl, reboot]) or reboot the node" % what)
-        if reset == "power_cycle":
-            method = self.p["power_cycle_method"]
-            if method == "none":
-                raise ToolError("reset the card failed: a power cycle of the server is needed to activate %s, and "
-                                "power_cycle_method is none; set power_cycle_method (ipmitool, redfish, command or "
-                                "pause) or power-cycle the server by hand and run again" % what)
-            if method == "pause" and not check_mode:
-                raise ToolError("reset the card failed: a power cycle of the server is needed to activate %s; "
-                                "power-cycle it by hand now (not a reboot) and run again" % what)
 
     def apply(self, reset, device, sync1):
         if reset == "firmware_reset":
@@ -417,50 +367,27 @@ def run_reset(runner, params, check_mode):
     device, side = card.discover(params["device"], params["side"])
     before = card.pending(device)
     level3, sync1 = card.levels(device)
-    extra = params["changes"] if check_mode else []
     try:
-        result = plan(changes_of(before, extra), bluefield=before["bluefield"], mode=before["mode"],
-                      side="arm" if side == "dpu" else "host",
-                      firmware_reset_supported=level3 and params["firmware_reset"])
+        out = card_plan(device, side, before, level3, params, params["changes"] if check_mode else [], check_mode)
     except PlanError as exc:
-        raise ToolError("plan the reset failed: %s" % exc) from exc
-    reset = result["reset"] if result["reset"] in ACTIONS else "none"
-    resetter = Resetter(runner, params, card)
-    method = resetter.method_for(reset) if reset != "none" else "none"
+        raise ToolError(str(exc)) from exc
+    reset = out["reset"]
     after = before
-    verified = reset == "none"
-    if reset != "none":
-        resetter.check_available(reset, result["changes"], check_mode)
     predicted = pending_summary(before)
     if reset != "none" and check_mode:
         predicted = {"nvconfig": [], "firmware": False}
     if reset != "none" and not check_mode:
-        ran_here = resetter.apply(reset, device, sync1)
+        ran_here = Resetter(runner, params, card).apply(reset, device, sync1)
         if ran_here and params["verify"]:
             after = card.pending(device)
             if pending_summary(after)["nvconfig"] or pending_summary(after)["firmware"]:
                 raise ToolError("verify the %s of %s failed: still pending after it: %s; the card may need a bigger "
                                 "reset (a power cycle)" % (reset.replace("_", " "), device, describe_pending(after)))
-            verified = True
-    return {
-        "changed": reset != "none",
-        "device": device,
-        "side": side,
-        "reset": reset,
-        "reset_required": result["reset_required"],
-        "note": result["note"],
-        "disruption": result["disruption"],
-        "method": method,
-        "plan": render(device, dict(result, reset=reset)),
-        "changes": result["changes"],
-        "pending": pending_summary(after),
-        "firmware": after["firmware"],
-        "firmware_reset_supported": level3,
-        "reset_tool": card.reset_tool,
-        "verified": verified,
-        "diff": make_diff(pending_summary(before), predicted if check_mode else pending_summary(after),
-                          "%s pending before" % device, "%s pending after" % device),
-    }
+            out["verified"] = True
+    out.update(pending=pending_summary(after), firmware=after["firmware"], reset_tool=card.reset_tool,
+               diff=make_diff(pending_summary(before), predicted if check_mode else pending_summary(after),
+                              "%s pending before" % device, "%s pending after" % device))
+    return out
 
 
 def argument_spec():

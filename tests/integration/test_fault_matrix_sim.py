@@ -35,7 +35,10 @@ NIC_PAIRS_OFF = ("sim09", "sim10")  # BFB-only pairs
 # pair -> (fault argv for `dpusim fault set` on the DPU's root, or None; words the failure message must carry)
 FAULTS = {
     "sim01": (["device_missing"], ["no BlueField or ConnectX card found"]),
-    "sim02": (["garbage_output", "--tool", "mlxconfig"], ["Plan the reset", "run the playbook again"]),
+    # 'read versions' reads the NV configuration and the reset levels too (the firmware role plans its reset from
+    # that read): a tool that fails there fails before anything is changed
+    "sim02": (["garbage_output", "--tool", "mlxconfig"], ["read versions", "parse mlxconfig", "run the playbook again",
+                                                         "host restriction unchanged"]),
     "sim03": (["interrupted_burn"], ["Burn the NIC firmware", "NIC firmware running %s" % OLD_FW]),
     "sim04": (["garbage_output", "--tool", "rdma"], ["Health gate", "NIC firmware running %s" % NEW_FW]),
     # the message says what changed: the flash holds the new image, only a power cycle activates it
@@ -45,7 +48,7 @@ FAULTS = {
                                                       "host restriction unchanged"]),
     # a tool that stops answering: timeout, exit status 124
     "sim08": (["tool_hang", "--tool", "mlxfwreset", "--seconds", "1"],
-              ["Plan the reset", "exit status 124", "host restriction restored as before"]),
+              ["read versions", "exit status 124", "host restriction unchanged"]),
     # the plans do not try the rshim device nor check the image's CRC: these fail at the write, nothing written
     "sim09": (["rshim_busy"], ["Install the BFB", "another backend (the BMC) owns it",
                                "host restriction restored as before"]),
@@ -53,14 +56,13 @@ FAULTS = {
                                       "host restriction NOT restored"]),
     "sim11": (None, ["Write the record", "bluefleet_state_dir=", "make it writable",
                      "host restriction restored as before"]),
-    # an SSH session that drops under the reset plan (after the restriction was lifted)
-    "sim12": (["connection_drop", "--tool", "mlxfwreset"],
-              ["Plan the reset", "exit status 255", "sim12-dpu -m ansible.builtin.ping",
+    # an SSH session that drops under the health gate (after the restriction was lifted and the card reset)
+    "sim12": (["connection_drop", "--tool", "rdma"],
+              ["Health gate", "exit status 255", "sim12-dpu -m ansible.builtin.ping",
                "host restriction restored as before"]),
-    # the DPU reboots under the reset plan (the first step that reads the NV configuration)
+    # the DPU reboots under the first read (the first step that reads the NV configuration)
     "sim13": (["host_reboot", "--tool", "mlxconfig"],
-              ["Plan the reset", "exit status 255", "is up and answers",
-               "host restriction restored as before"]),
+              ["read versions", "exit status 255", "is up and answers", "host restriction unchanged"]),
     "sim14": (None, ["Burn the NIC firmware", "Bad CRC", "the card still runs %s and its flash holds %s"
                      % (OLD_FW, OLD_FW), "host restriction restored as before"]),
     # upgrade.yml plans the burn from its read of the card (no check-mode nic_firmware run): the burn refuses the
@@ -193,7 +195,9 @@ def test_every_fault_fails_its_pair_only_with_a_clear_message_and_a_rerun_conver
     cycled = run_playbook("playbooks/upgrade.yml", fleet["inventory"], "-e", fleet["extra"], "--limit", "sim06-dpu",
                           check=False)
     assert cycled["rc"] == 0, cycled["stdout"][-4000:]
-    plans = [e["event_data"]["res"] for e in cycled["events"] if e.get("event") == "runner_on_ok"
+    # the plan made from the read of the card (a set_fact of bluefleet.dpu.reset_plan), or by fw_reset
+    plans = [e["event_data"]["res"].get("ansible_facts", {}).get("__firmware_plan", e["event_data"]["res"])
+             for e in cycled["events"] if e.get("event") == "runner_on_ok"
              and e["event_data"].get("task", "").startswith("Plan the reset")]
     assert [(p["reset"], p["method"]) for p in plans] == [("power_cycle", "command")], plans
     assert twin_state(roots["sim06"])["cards"][0]["firmware"]["running"]["version"] == NEW_FW

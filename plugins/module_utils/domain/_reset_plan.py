@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value
+
 RESETS = ("none", "driver_restart", "firmware_reset", "warm_reboot", "power_cycle")
 
 DISRUPTION = {
@@ -209,3 +211,127 @@ def render(node, result):
         lines.append("  why %s: %s" % (result["reset"], result["note"]))
     lines.append("  expected disruption: %s" % result["disruption"])
     return lines
+
+
+# -- one card's plan, from what was read of it ----------------------------------------------------------------------
+# bluefleet.dpu.fw_reset reads the card and plans with card_plan(); the filter bluefleet.dpu.reset_plan plans with
+# the same function from a read bluefleet.dpu.dpu_info made (state_from_read), so both give the same plan.
+
+# The resets a node does itself (a driver restart is the owning module's; none needs nothing).
+ACTIONS = ("firmware_reset", "warm_reboot", "power_cycle")
+
+
+def changes_of(state, extra):
+    """What is pending on the card (NV parameters, a flashed firmware not running yet) plus ``extra`` (changes
+    this run is about to make), each name once."""
+    changes = [{"kind": "mlxconfig", "name": name, "before": cur, "after": nxt}
+               for name, (cur, nxt) in state["nvconfig"].items()]
+    fw = state["firmware"]
+    if fw["flashed"] and fw["flashed"] != fw["running"]:
+        changes.append({"kind": "nic_firmware", "name": "firmware", "before": fw["running"], "after": fw["flashed"]})
+    seen = {c["name"] for c in changes}
+    for item in extra:
+        entry = {"kind": item.get("kind", "mlxconfig")}
+        entry.update({k: item[k] for k in ("name", "option", "before", "after") if k in item})
+        if entry.get("name") in seen:
+            continue
+        changes.append(entry)
+    return changes
+
+
+def pending_summary(state):
+    fw = state["firmware"]
+    return {"nvconfig": sorted(state["nvconfig"]),
+            "firmware": bool(fw["flashed"] and fw["flashed"] != fw["running"])}
+
+
+def describe_pending(state):
+    parts = ["%s %s -> %s" % (name, cur, nxt) for name, (cur, nxt) in state["nvconfig"].items()]
+    fw = state["firmware"]
+    if fw["flashed"] and fw["flashed"] != fw["running"]:
+        parts.append("firmware %s -> %s" % (fw["running"], fw["flashed"]))
+    return ", ".join(parts) or "nothing"
+
+
+def reset_method(reset, power_cycle_method):
+    """How ``reset`` is done: mlxfwreset, the reboot command, or the power cycle method."""
+    if reset == "firmware_reset":
+        return "mlxfwreset"
+    if reset == "warm_reboot":
+        return "reboot_command"
+    return power_cycle_method
+
+
+def check_available(reset, changes, options, check_mode):
+    """Raise PlanError, before anything happens, when ``reset`` cannot be done with ``options`` (fw_reset's
+    reboot_command and power_cycle_method)."""
+    what = ", ".join(describe(change) for change in changes) or "nothing"
+    if reset == "warm_reboot" and not options.get("reboot_command"):
+        raise PlanError("reset the card failed: a warm reboot is needed to activate %s, and reboot_command is "
+                        "not set; set it (e.g. [systemctl, reboot]) or reboot the node" % what)
+    if reset == "power_cycle":
+        method = options["power_cycle_method"]
+        if method == "none":
+            raise PlanError("reset the card failed: a power cycle of the server is needed to activate %s, and "
+                            "power_cycle_method is none; set power_cycle_method (ipmitool, redfish, command or "
+                            "pause) or power-cycle the server by hand and run again" % what)
+        if method == "pause" and not check_mode:
+            raise PlanError("reset the card failed: a power cycle of the server is needed to activate %s; "
+                            "power-cycle it by hand now (not a reboot) and run again" % what)
+
+
+def card_plan(device, side, state, level3, options, changes=(), check_mode=True):
+    """The reset plan of one card: ``state`` as ``Card.pending`` reads it (``bluefield``, ``mode``, ``nvconfig``
+    {NAME: (current, next)}, ``firmware`` {flashed, running}), ``level3``: mlxfwreset level 3 supported,
+    ``options``: fw_reset's ``firmware_reset``, ``reboot_command``, ``power_cycle_method``; ``changes``: what
+    this run is about to make. Raises PlanError (the message fw_reset fails with) when the reset is not
+    available. Returns fw_reset's plan keys; ``pending`` and ``firmware`` are the card as read."""
+    try:
+        result = plan(changes_of(state, changes), bluefield=state["bluefield"], mode=state["mode"],
+                      side="arm" if side == "dpu" else "host",
+                      firmware_reset_supported=level3 and options["firmware_reset"])
+    except PlanError as exc:
+        raise PlanError("plan the reset failed: %s" % exc) from exc
+    reset = result["reset"] if result["reset"] in ACTIONS else "none"
+    method = reset_method(reset, options["power_cycle_method"]) if reset != "none" else "none"
+    if reset != "none":
+        check_available(reset, result["changes"], options, check_mode)
+    return {
+        "changed": reset != "none",
+        "device": device,
+        "side": side,
+        "reset": reset,
+        "reset_required": result["reset_required"],
+        "note": result["note"],
+        "disruption": result["disruption"],
+        "method": method,
+        "plan": render(device, dict(result, reset=reset)),
+        "changes": result["changes"],
+        "pending": pending_summary(state),
+        "firmware": state["firmware"],
+        "firmware_reset_supported": level3,
+        "verified": reset == "none",
+    }
+
+
+def state_from_read(card):
+    """``(state, level3)`` for card_plan() from one entry of bluefleet.dpu.dpu_info's ``devices`` read with the
+    ``firmware``, ``nvconfig`` and ``reset_levels`` sections; None when a section is missing or was unavailable
+    (the tool missing): then only fw_reset can plan. The same reading as ``Card.pending`` / ``Card.levels``."""
+    if not isinstance(card, dict):
+        return None
+    sections = [card.get(name) for name in ("firmware", "nvconfig", "reset_levels")]
+    if not all(isinstance(section, dict) and section.get("available") for section in sections):
+        return None
+    firmware, nvconfig, levels = sections
+    params = nvconfig.get("params") or {}
+    pending = {name: (entry.get("current"), entry.get("next_boot")) for name, entry in sorted(params.items())
+               if entry.get("current") is not None and entry.get("current") != entry.get("next_boot")}
+    bluefield = (card.get("device_type") or "").lower().startswith("bluefield")
+    mode = None
+    if bluefield:
+        engine = (params.get("INTERNAL_CPU_OFFLOAD_ENGINE") or {}).get("current")
+        mode = "nic" if engine is not None and split_value(engine)[1] == 1 else "dpu"
+    state = {"device_type": card.get("device_type"), "bluefield": bluefield, "mode": mode, "nvconfig": pending,
+             "firmware": {"flashed": firmware.get("flashed"), "running": firmware.get("running")}}
+    return state, bool(levels.get("level3"))

@@ -11,7 +11,7 @@ import collections
 import pytest
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import RC_TIMEOUT, CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import dpu_info
-from fake_tools import fixture_text
+from fake_tools import FakeRunner, fixture_text
 
 BF3 = "/dev/mst/mt41692_pciconf0"
 BF2 = "/dev/mst/mt41686_pciconf0"
@@ -405,3 +405,108 @@ def test_rdma_links_missing_tool_is_unavailable_and_garbage_fails(run_module, fa
     answers[RDMA_ARGV] = (1, "", "rdma: no such device\n")
     failed, result = run_module(dpu_info, {"filter": ["rdma_links"]}, fake_runner(answers))
     assert failed and result["msg"].startswith("read the RDMA ports with rdma link show failed:"), result["msg"]
+
+
+# --- reset_levels: what fw_reset reads with `mlxfwreset -d DEV q` (Card.levels) ------------------------------------
+
+class WhichRunner(FakeRunner):
+    """The fake runner with ``which`` (fw_reset's pick_tool asks it): every program but the missing ones is there."""
+
+    def which(self, program):
+        return None if program in self.missing else "/usr/bin/" + program
+
+
+# BlueField-3, DOCA 2.9.2 host (level 3 supported, sync 1 supported and the default).
+FWQ_BF3 = "bf3-mlxfwreset-q-blockquote"
+LEVEL3_ROW = "3: Driver restart and PCI reset                                  -"
+SYNC1_ROW = "1: Driver is the owner                                           -"
+
+
+def test_reset_levels_level3_and_sync1_supported(run_module):
+    answers = dpu_answers()
+    answers[("mlxfwreset", "-d", BF3, "q")] = ok("mlxfwreset-query", FWQ_BF3)
+    runner = WhichRunner(answers)
+    failed, result = run_module(dpu_info, {"filter": ["firmware", "reset_levels"]}, runner)
+    assert not failed, result
+    assert runner.cmd == [["mst", "status", "-v"], ["flint", "-d", BF3, "q"], ["mlxfwreset", "-d", BF3, "q"]]
+    dev = result["devices"][0]
+    assert dev["reset_levels"] == {"available": True, "tool": "mlxfwreset", "level3": True, "sync1": True}
+    assert result["filter"] == ["firmware", "reset_levels"]
+    assert result["tools_missing"] == []
+
+
+def test_reset_levels_level3_not_supported(run_module):
+    text = fixture_text("mlxfwreset-query", FWQ_BF3)
+    assert text.count(LEVEL3_ROW + "Supported") == 1 and text.count(SYNC1_ROW + "Supported") == 1
+    text = text.replace(LEVEL3_ROW + "Supported", LEVEL3_ROW + "Not Supported")
+    answers = dpu_answers()
+    answers[("mlxfwreset", "-d", BF3, "q")] = (0, text, "")
+    answers[("mlxfwreset", "--version")] = NOT_MODELLED
+    runner = WhichRunner(answers)
+    failed, result = run_module(dpu_info, {"filter": ["reset_levels", "tool_versions"]}, runner)
+    assert not failed, result
+    assert result["devices"][0]["reset_levels"] == {"available": True, "tool": "mlxfwreset", "level3": False,
+                                                    "sync1": True}
+    assert result["tool_versions"] == {"mst": None, "mlxfwreset": None}
+    # sync 1 not supported either (the sync row of the same capture)
+    answers[("mlxfwreset", "-d", BF3, "q")] = (0, text.replace(SYNC1_ROW + "Supported", SYNC1_ROW + "Not Supported"),
+                                               "")
+    failed, result = run_module(dpu_info, {"filter": ["reset_levels"]}, WhichRunner(answers))
+    assert not failed, result
+    assert result["devices"][0]["reset_levels"] == {"available": True, "tool": "mlxfwreset", "level3": False,
+                                                    "sync1": False}
+
+
+def test_reset_levels_with_mstfwreset_only_give_the_pci_address(run_module):
+    # mstflint's tools refuse an mst device file (_cards.check_device): the card's PCI address with its domain.
+    bdf = "0000:03:00.0"
+    answers = dpu_answers()
+    answers[("mstfwreset", "-d", bdf, "q")] = ok("mlxfwreset-query", "bf3-mstfwreset-q-mroq-2025-from-source")
+    runner = WhichRunner(answers, missing={"mlxfwreset"})
+    failed, result = run_module(dpu_info, {"filter": ["reset_levels"]}, runner)
+    assert not failed, result
+    assert runner.cmd == [["mst", "status", "-v"], ["mstfwreset", "-d", bdf, "q"]]
+    assert result["devices"][0]["reset_levels"] == {"available": True, "tool": "mstfwreset", "level3": True,
+                                                    "sync1": True}
+    assert result["tools_missing"] == []
+
+
+def test_reset_levels_without_any_reset_tool_is_unavailable(run_module):
+    runner = WhichRunner(dpu_answers(), missing={"mlxfwreset", "mstfwreset"})
+    failed, result = run_module(dpu_info, {"filter": ["mode", "reset_levels"]}, runner)
+    assert not failed, result
+    dev = result["devices"][0]
+    assert dev["reset_levels"] == {"available": False, "reason": "mlxfwreset not found on PATH", "level3": False,
+                                   "sync1": False}
+    assert dev["mode"]["next_boot"] == "dpu"
+    assert result["tools_missing"] == ["mlxfwreset"]
+    assert runner.cmd == [["mst", "status", "-v"], ["mlxconfig", "-d", BF3, "-e", "q"], ["mlxfwreset", "-d", BF3, "q"]]
+
+
+def test_reset_levels_garbage_or_a_failing_tool_fails_naming_the_command(run_module):
+    answers = dpu_answers()
+    answers[("mlxfwreset", "-d", BF3, "q")] = (0, "\x00\x01 nothing like mlxfwreset\n", "")
+    failed, result = run_module(dpu_info, {"filter": ["reset_levels"]}, WhichRunner(answers))
+    assert failed
+    assert result["msg"].startswith("parse mlxfwreset -d %s q output failed:" % BF3), result["msg"]
+    assert "bluefleet parse mlxfwreset-query" in result["msg"]
+    assert result["cmd"] == ["mlxfwreset", "-d", BF3, "q"]
+    # an error mlxfwreset prints (shared/corpus/mlxfwreset/FORMAT-from-source.md)
+    answers[("mlxfwreset", "-d", BF3, "q")] = (1, "-E- Only root user can run this tool.\n", "")
+    failed, result = run_module(dpu_info, {"filter": ["reset_levels"]}, WhichRunner(answers))
+    assert failed
+    assert result["msg"] == ("query reset levels of %s with mlxfwreset failed: -E- Only root user can run this tool."
+                             % BF3)
+    assert result["rc"] == 1
+
+
+def test_reset_levels_not_in_a_default_run(run_module):
+    answers = dpu_answers()
+    answers[("mlxfwreset", "-d", BF3, "q")] = ok("mlxfwreset-query", FWQ_BF3)
+    runner = WhichRunner(answers)
+    failed, result = run_module(dpu_info, {}, runner)
+    assert not failed, result
+    assert runner.cmd == DPU_ARGV
+    assert "reset_levels" not in result["devices"][0]
+    assert "reset_levels" not in result["filter"]
+    assert "reset_levels" not in dpu_info.DEFAULT_SECTIONS and "reset_levels" in dpu_info.SECTIONS
