@@ -201,6 +201,20 @@ def test_upgrade_serial_zero_is_refused_before_any_node(fleet):
     assert_unchanged(before, twin_snapshot(fleet["inventory"], fleet["hosts"]))
 
 
+def test_an_image_without_its_version_is_refused_before_any_node(fleet):
+    before = twin_snapshot(fleet["inventory"], fleet["hosts"])
+    run = run_playbook("playbooks/upgrade.yml", fleet["inventory"], "-e", "firmware_nic_image=/nonexistent",
+                       check=False)
+    assert run["rc"] != 0
+    msgs = failures(run)
+    assert any("set firmware_nic_version with firmware_nic_image" in m and "Nothing was changed" in m
+               and "-dpu" in m for m in msgs.values()), msgs
+    # checked in the first play, for every node that upgrades: no node's upgrade play started
+    assert not [e for e in run["events"] if e.get("event") == "playbook_on_play_start"
+                and e["event_data"].get("name", "").startswith("Rolling upgrade")]
+    assert_unchanged(before, twin_snapshot(fleet["inventory"], fleet["hosts"]))
+
+
 def test_dpu_without_its_host_stops_every_host_with_one_message_each(tmp_path):
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(
