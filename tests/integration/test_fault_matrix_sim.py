@@ -37,8 +37,8 @@ FAULTS = {
     "sim01": (["device_missing"], ["no BlueField or ConnectX card found"]),
     # 'read versions' reads the NV configuration and the reset levels too (the firmware role plans its reset from
     # that read): a tool that fails there fails before anything is changed
-    "sim02": (["garbage_output", "--tool", "mlxconfig"], ["read versions", "parse mlxconfig", "run the playbook again",
-                                                         "host restriction unchanged"]),
+    "sim02": (["garbage_output", "--tool", "mlxconfig"],
+              ["read versions", "parse mlxconfig", "run the playbook again", "host restriction unchanged"]),
     "sim03": (["interrupted_burn"], ["Burn the NIC firmware", "NIC firmware running %s" % OLD_FW]),
     "sim04": (["garbage_output", "--tool", "rdma"], ["Health gate", "NIC firmware running %s" % NEW_FW]),
     # the message says what changed: the flash holds the new image, only a power cycle activates it
