@@ -277,6 +277,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import
     pick_tool,
     reset_query_argv,
     side_of,
+    supported_resets,
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._rdma_links import summarize_links
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import PARSERS as BF_RELEASE_PARSERS
@@ -428,13 +429,8 @@ class DpuInfo(ToolReader):
         result = self.run(argv, "query reset levels of %s with %s" % (device, tool))
         if result is None:
             return dict(unavailable(self.missing_reason(tool)), level3=False, sync1=False)
-        q = self.parse(MLXFWRESET_PARSERS, "mlxfwreset-query", result, " ".join(argv))
-        return {
-            "available": True,
-            "tool": tool,
-            "level3": any(e["level"] == 3 and e["supported"] for e in q["levels"]),
-            "sync1": any(e["id"] == 1 and e["supported"] for e in q["sync"]),
-        }
+        level3, sync1 = supported_resets(self.parse(MLXFWRESET_PARSERS, "mlxfwreset-query", result, " ".join(argv)))
+        return {"available": True, "tool": tool, "level3": level3, "sync1": sync1}
 
     def privilege(self, dev, side):
         if side != "dpu":

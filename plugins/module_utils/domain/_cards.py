@@ -24,8 +24,9 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import card_state
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn, parse_flint_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query, split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwmanager import parse_mlxfwmanager_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import parse_mlxfwreset_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import parse_mst_status
@@ -213,6 +214,14 @@ def reset_query_argv(tool, device):
     return [tool, "-d", device, "q"]
 
 
+def supported_resets(query):
+    """``(level 3 supported, sync 1 supported)`` from a parsed ``mlxfwreset q`` (``parse_mlxfwreset_query``): what
+    fw_reset plans with, and dpu_info's ``reset_levels`` reports."""
+    level3 = any(e["level"] == 3 and e["supported"] for e in query["levels"])
+    sync1 = any(e["id"] == 1 and e["supported"] for e in query["sync"])
+    return level3, sync1
+
+
 def local_netdevs(root="/sys/class/net"):
     """The netdev names of this machine (the side when MFT's mst is not there to say it)."""
     try:
@@ -266,20 +275,9 @@ class Card:
         for tool in (self.config_tool, self.flint_tool, self.reset_tool):
             check_device(tool, device)
         dev = query_nvconfig(self.runner, device, self.config_tool, missing_hint=INSTALL_HINT)[0]
-        params = dev["params"]
-        pending = {name: (e["current"], e["next_boot"]) for name, e in sorted(params.items())
-                   if e["current"] is not None and e["current"] != e["next_boot"]}
-        bluefield = (dev["device_type"] or "").lower().startswith("bluefield")
-        mode = None
-        if bluefield:
-            engine = params.get("INTERNAL_CPU_OFFLOAD_ENGINE", {}).get("current")
-            mode = "nic" if engine is not None and split_value(engine)[1] == 1 else "dpu"
         firmware = flint_versions(self.runner, device, "query firmware of %s" % device, allow_missing=True,
                                   tool=self.flint_tool)
-        if firmware is None:
-            firmware = {"flashed": None, "running": None}
-        return {"device_type": dev["device_type"], "bluefield": bluefield, "mode": mode, "nvconfig": pending,
-                "firmware": firmware}
+        return card_state(dev["device_type"], dev["params"], firmware or {"flashed": None, "running": None})
 
     def levels(self, device):
         """``(level 3 supported, sync 1 supported)``; both false when mlxfwreset is missing."""
@@ -287,10 +285,7 @@ class Card:
         result = run_tool(self.runner, reset_query_argv(self.reset_tool, device), what, allow_missing=True)
         if result is None:
             return False, False
-        data = parse_output(parse_mlxfwreset_query, result, what)
-        level3 = any(e["level"] == 3 and e["supported"] for e in data["levels"])
-        sync1 = any(e["id"] == 1 and e["supported"] for e in data["sync"])
-        return level3, sync1
+        return supported_resets(parse_output(parse_mlxfwreset_query, result, what))
 
     def run(self, argv, what):
         return run_tool(self.runner, argv, what)

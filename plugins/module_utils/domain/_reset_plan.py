@@ -324,14 +324,22 @@ def state_from_read(card):
     if not all(isinstance(section, dict) and section.get("available") for section in sections):
         return None
     firmware, nvconfig, levels = sections
-    params = nvconfig.get("params") or {}
+    state = card_state(card.get("device_type"), nvconfig.get("params") or {},
+                       {"flashed": firmware.get("flashed"), "running": firmware.get("running")})
+    return state, bool(levels.get("level3"))
+
+
+def card_state(device_type, params, firmware):
+    """What card_plan() plans from, out of a card's ``mlxconfig -e q`` parameters ({NAME: {"current",
+    "next_boot", ...}}) and its ``{"flashed", "running"}`` firmware: the NV parameters whose Next Boot differs from
+    the current value, and for a BlueField its mode (``nic`` when INTERNAL_CPU_OFFLOAD_ENGINE is 1, else ``dpu``).
+    ``Card.pending`` (fw_reset) and state_from_read() (the filter) both read a card through it."""
     pending = {name: (entry.get("current"), entry.get("next_boot")) for name, entry in sorted(params.items())
                if entry.get("current") is not None and entry.get("current") != entry.get("next_boot")}
-    bluefield = (card.get("device_type") or "").lower().startswith("bluefield")
+    bluefield = (device_type or "").lower().startswith("bluefield")
     mode = None
     if bluefield:
         engine = (params.get("INTERNAL_CPU_OFFLOAD_ENGINE") or {}).get("current")
         mode = "nic" if engine is not None and split_value(engine)[1] == 1 else "dpu"
-    state = {"device_type": card.get("device_type"), "bluefield": bluefield, "mode": mode, "nvconfig": pending,
-             "firmware": {"flashed": firmware.get("flashed"), "running": firmware.get("running")}}
-    return state, bool(levels.get("level3"))
+    return {"device_type": device_type, "bluefield": bluefield, "mode": mode, "nvconfig": pending,
+            "firmware": firmware}
