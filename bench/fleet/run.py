@@ -206,7 +206,7 @@ def run_one(label, playbook, inventory, work, env, extra_args):
     return out
 
 
-def profile(workers_path, twin, top=20):
+def profile(workers_path, twin, top=None):
     """--profile: the run's CPU excluding the twin split into ansible-playbook's own, the workers' own (the
     controller's per-task work) and the module processes'; the same per kind of result (a worker that ran a
     module process or not) and per task (summed over hosts, the costliest first)."""

@@ -70,13 +70,18 @@ def ran(run, task):
                   if e.get("event") in ("runner_on_ok", "runner_on_failed") and e["event_data"].get("task") == task)
 
 
-# Reads whose answer this run already has: preflight read the cards (what they run, their links), the fused
-# secure-boot lifecycle and the GPU-NIC topology moments before, and with no image asked nothing touched the card
-# before the health gate (a stage run alone reads for itself, and the gate reads again where something touched the
-# card: test_zero_trust_sim, test_gpudirect_sim, test_upgrade_sim, test_upgrade_failsafe_sim, test_fault_matrix_sim).
+# Reads whose answer this run already has: preflight read the cards (what they run, their links, their reset
+# levels), the fused secure-boot lifecycle and the GPU-NIC topology moments before, and with no image asked nothing
+# touched the card before the health gate (a stage run alone reads for itself, and the gate reads again where something
+# touched the card: test_zero_trust_sim, test_gpudirect_sim, test_upgrade_sim, test_upgrade_failsafe_sim,
+# test_fault_matrix_sim).
 KNOWN_READS = {"Read what the node runs (step 'read versions')": "The node has a card (step 'read versions')",
                "Read the secure-boot lifecycle (mlxbf-bootctl)": "Report the secure-boot lifecycle",
                "Read the GPU-NIC topology": "Set the closest NIC of each GPU",
+               # preflight read the reset levels where the node configures its card: the reset is planned from it
+               "Plan the reset (fails here, before any write, when the reset needed is not available)":
+               "Plan the reset from the read of the card (fails here, before any write, when the reset needed is not "
+               "available)",
                "Health gate, read the links and what the node runs, in one run (step 'health gate')":
                "Health gate, the node runs the target and its links are up (step 'health gate')"}
 
