@@ -39,11 +39,22 @@ options:
       - C(rdma_links) the state of every RDMA port (C(rdma link show), either side), summed up as
         M(bluefleet.dpu.rdma_link_info) does, so that one run reads the versions and the links (the rolling
         upgrade's health gate). Not in the default; give it by name.
+      - C(tools) the firmware, IPsec and BFB tools the node has and whether they meet O(require), reported as
+        M(bluefleet.dpu.tools_info) reports them (an unmet requirement is listed in the C(missing) of RV(tools); it
+        does not fail the task). Not in the default; give it by name.
     type: list
     elements: str
     choices: [firmware, nvconfig, mode, reset_levels, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions,
-              rdma_links]
+              rdma_links, tools]
     default: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
+  require:
+    description:
+      - What the section C(tools) checks, as M(bluefleet.dpu.tools_info)'s O(bluefleet.dpu.tools_info#module:require)
+        (C(firmware), C(mst), C(ipsec_packet_offload), C(bfb_install)). Only with C(tools) in O(filter).
+    type: list
+    elements: str
+    choices: [firmware, mst, ipsec_packet_offload, bfb_install]
+    default: []
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
@@ -254,6 +265,16 @@ tool_versions:
   returned: when C(tool_versions) is in O(filter)
   type: dict
   sample: {"mst": "mst, mft 4.30.0-139, built on Oct 10 2024, 09:51:39. Git SHA Hash: N/A", "bfver": null}
+tools:
+  description: >-
+    What M(bluefleet.dpu.tools_info) returns, C(changed) and C(cmd) left out - C(firmware_tools), C(tools) (one
+    entry per tool family), C(ipsec_packet_offload), C(missing) (each requirement of O(require) not met, with what
+    to install; empty when all are met) and C(tool_versions).
+  returned: when C(tools) is in O(filter)
+  type: dict
+  sample: {"firmware_tools": "mft", "ipsec_packet_offload": true, "missing": [],
+           "tools": {"mft": {"present": true, "path": "/usr/bin/flint", "version": "4.30.1-8", "note": null}},
+           "tool_versions": {"mft": "4.30.1-8"}}
 tools_missing:
   description: Tools the module needed and did not find on PATH.
   returned: always
@@ -292,6 +313,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_commo
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import PARSERS as RDMA_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import PARSERS as RSHIM_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import REQUIREMENTS, check_tools
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     ToolReader,
@@ -303,9 +325,9 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 )
 
 SECTIONS = ("firmware", "nvconfig", "mode", "reset_levels", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot",
-            "tool_versions", "rdma_links")
-# reset_levels and rdma_links are asked for by name: the default stays what it was before the sections existed.
-DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in ("reset_levels", "rdma_links"))
+            "tool_versions", "rdma_links", "tools")
+# reset_levels, rdma_links and tools are asked for by name: the default stays what it was before the sections existed.
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in ("reset_levels", "rdma_links", "tools"))
 
 # argv that asks each tool for its version; None: the tool has no version option (not asked).
 VERSION_ARGV = {
@@ -325,11 +347,12 @@ VERSION_ARGV = {
 class DpuInfo(ToolReader):
     """Gather the facts with one runner; every tool at most once per card."""
 
-    def __init__(self, runner, sections, side="auto", fs_root="/"):
+    def __init__(self, runner, sections, side="auto", fs_root="/", require=()):
         super().__init__(runner)
         self.sections = set(sections)
         self.side_option = side
         self.fs_root = fs_root
+        self.require = list(require)
 
     # -- discovery ------------------------------------------------------------------------------
     def discover(self):
@@ -584,6 +607,8 @@ class DpuInfo(ToolReader):
             out["rdma_links"] = self.rdma_links()
         if "tool_versions" in want:
             out["tool_versions"] = self.tool_versions()
+        if "tools" in want:
+            out["tools"] = check_tools(self.runner, self.require)
         out["tools_missing"] = list(self.missing)
         out["cmd"] = [list(argv) for argv in self.runner.cmd]
         return out
@@ -592,6 +617,7 @@ class DpuInfo(ToolReader):
 def argument_spec():
     return {
         "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(DEFAULT_SECTIONS)},
+        "require": {"type": "list", "elements": "str", "choices": list(REQUIREMENTS), "default": []},
         "side": side_spec(),
         "fs_root": fs_root_spec(),
         "timeout": timeout_spec(120),
@@ -603,8 +629,12 @@ def main():
     problem = nonpositive_seconds(module.params, "gather DPU facts")
     if problem:
         module.fail_json(msg=problem)
+    if module.params["require"] and "tools" not in module.params["filter"]:
+        module.fail_json(msg="gather DPU facts failed: require=%s is what the section tools checks, and filter does "
+                             "not ask for it: add tools to filter, or leave require out" % module.params["require"])
     runner = ToolRunner(timeout=module.params["timeout"])
-    info = DpuInfo(runner, module.params["filter"], module.params["side"], module.params["fs_root"])
+    info = DpuInfo(runner, module.params["filter"], module.params["side"], module.params["fs_root"],
+                   module.params["require"])
     try:
         result = info.gather()
     except ToolError as exc:

@@ -236,3 +236,34 @@ def test_faults_of_the_twin_are_clear_results(one_pair):
                           "mlxconfig timed out after 2 s")
     assert res["rc"] == 124
     _twin_tool(hostvars, "sim01-dpu", dpusim, "--root", root, "fault", "clear", "tool_hang")
+
+
+def _failed_tasks(run, host):
+    return [e["event_data"]["task"] for e in run["events"]
+            if e.get("event") == "runner_on_failed" and e["event_data"].get("host") == host]
+
+
+def test_a_missing_tool_stops_preflight_naming_what_to_install(one_pair):
+    """The read of the cards checks the tools in its own run (section tools); with --tags tools alone, where the read
+    does not run, tools_info checks them. Both stop the host with the same words."""
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import ADVICE
+
+    inventory, hostvars = one_pair
+    run = run_playbook("playbooks/preflight.yml", inventory)
+    assert not _failed_tasks(run, "sim01")
+    ran = {e["event_data"]["task"] for e in run["events"] if e.get("event") == "runner_on_ok"}
+    assert "The tools each node needs are there (from the read of the cards; says what to install)" in ran
+    assert "Check the firmware, IPsec and BFB tools (says what to install)" not in ran, "checked twice"
+    # the GPU host needs a BFB installer (it lists a DPU); the twin's is the only one on PATH: not executable, a
+    # lookup on PATH passes it by (the inventory still finds the twin root whole)
+    (Path(hostvars["sim01"]["bluefleet_environment"]["DPUSIM_ROOT"]) / "bin" / "bfb-install").chmod(0o644)
+    expected = "check the tools failed: bfb_install: " + ADVICE["bfb_install"]
+    for extra, task in (((), "The tools each node needs are there (from the read of the cards; says what to install)"),
+                        (("--tags", "tools"), "Check the firmware, IPsec and BFB tools (says what to install)")):
+        run = run_playbook("playbooks/preflight.yml", inventory, *extra, check=False)
+        assert run["rc"] != 0, extra
+        assert _failed_tasks(run, "sim01") == [task], (extra, run["stdout"][-3000:])
+        assert expected in run["stdout"], extra
+        # the DPU has its tools: the gate stops it, because one host failed
+        assert _failed_tasks(run, "sim01-dpu") == [
+            "Preflight passed on every host (a problem on one host stops the whole run before any change)"], extra

@@ -510,3 +510,50 @@ def test_reset_levels_not_in_a_default_run(run_module):
     assert "reset_levels" not in result["devices"][0]
     assert "reset_levels" not in result["filter"]
     assert "reset_levels" not in dpu_info.DEFAULT_SECTIONS and "reset_levels" in dpu_info.SECTIONS
+
+
+# --- tools: tools_info's report in the same run (preflight's one read of a node) -----------------------------------
+
+def test_tools_section_reports_as_tools_info_and_does_not_fail(run_module):
+    """A Debian 12 DPU: mstflint and strongSwan 5.9.8 (recorded version lines). The report equals tools_info's
+    (without changed and cmd), and an unmet requirement is reported in missing, not raised."""
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import ADVICE
+    from ansible_collections.bluefleet.dpu.plugins.modules import tools_info
+
+    answers = dpu_answers()
+    answers[("mstflint", "--version")] = ok("tool-version", "debian12-mstflint-version")
+    answers[("swanctl", "--help")] = ok("tool-version", "debian12-swanctl-help-head")
+    missing = ("flint", "mst", "bfb-install", "doca-installer")
+    runner = WhichRunner(answers, missing=missing)
+    failed, result = run_module(dpu_info, {"filter": ["firmware", "tools"],
+                                           "require": ["firmware", "ipsec_packet_offload"]}, runner)
+    assert not failed, result
+    assert runner.cmd[-2:] == [["mstflint", "--version"], ["swanctl", "--help"]]
+    assert result["tools"]["firmware_tools"] == "mstflint"
+    assert result["tools"]["missing"] == [
+        "ipsec_packet_offload: " + ADVICE["ipsec_packet_offload"] + " (found: strongSwan 5.9.8)"]
+    failed, alone = run_module(tools_info, {"require": ["firmware", "ipsec_packet_offload"]},
+                               WhichRunner(answers, missing=missing))
+    assert failed and alone["msg"] == "check the tools failed: " + "; ".join(result["tools"]["missing"])
+    assert {k: v for k, v in alone.items() if k not in ("changed", "cmd", "msg", "cmd_list")} == result["tools"]
+
+
+def test_tools_section_met_and_not_in_the_default(run_module):
+    answers = dpu_answers()
+    answers[("flint", "--version")] = (0, "flint, mft 4.30.1-8, built on Oct 10 2024, 09:51:39. Git SHA Hash: N/A\n",
+                                       "")
+    runner = WhichRunner(answers, missing=("mstflint", "swanctl", "bfb-install", "doca-installer"))
+    failed, result = run_module(dpu_info, {"filter": ["tools"], "require": ["firmware", "mst"]}, runner)
+    assert not failed, result
+    assert result["tools"]["missing"] == [] and result["tools"]["firmware_tools"] == "mft"
+    assert "tools" not in dpu_info.DEFAULT_SECTIONS and "tools" in dpu_info.SECTIONS
+    failed, result = run_module(dpu_info, {}, WhichRunner(dpu_answers()))
+    assert not failed and "tools" not in result
+
+
+def test_require_without_the_tools_section_is_refused(run_module):
+    runner = WhichRunner(dpu_answers())
+    failed, result = run_module(dpu_info, {"require": ["firmware"]}, runner)
+    assert failed and runner.cmd == []
+    assert result["msg"] == ("gather DPU facts failed: require=['firmware'] is what the section tools checks, and "
+                             "filter does not ask for it: add tools to filter, or leave require out")

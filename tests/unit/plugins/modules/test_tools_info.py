@@ -12,6 +12,7 @@ import json
 import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import ADVICE
 from ansible_collections.bluefleet.dpu.plugins.modules import tools_info
 
 MSTFLINT = "mstflint, mstflint 4.21.0, Git SHA Hash: N/A\n"
@@ -73,8 +74,8 @@ def test_nothing_installed_names_what_to_install(monkeypatch, capsys):
     result = run(monkeypatch, capsys, {"require": ["firmware", "mst", "bfb_install"]}, [], {})
     assert result["failed"] is True
     assert result["missing"] == [
-        "firmware: " + tools_info.ADVICE["firmware"], "mst: " + tools_info.ADVICE["mst"],
-        "bfb_install: " + tools_info.ADVICE["bfb_install"]]
+        "firmware: " + ADVICE["firmware"], "mst: " + ADVICE["mst"],
+        "bfb_install: " + ADVICE["bfb_install"]]
     assert "apt-get install mstflint" in result["msg"]
 
 
