@@ -11,9 +11,9 @@ version_added: 0.1.0
 description:
   - Looks up on C(PATH) NVIDIA MFT (C(mst), C(flint), C(mlxconfig), C(mlxfwreset)), Debian/Ubuntu's mstflint
     (C(mstflint), C(mstconfig), C(mstfwreset), C(mstprivhost); it has no C(mst) and no firmware manager),
-    strongSwan's C(swanctl), and the BFB installers C(bfb-install) (rshim-user-space) and C(doca-installer) (DOCA 3.x),
-    and reads the versions that matter (C(flint --version), C(mstflint --version), the first line of
-    C(swanctl --help)).
+    strongSwan's C(swanctl), the BFB installers C(bfb-install) (rshim-user-space) and C(doca-installer) (DOCA 3.x),
+    and nftables' C(nft), and reads the versions that matter (C(flint --version), C(mstflint --version), the first
+    line of C(swanctl --help), C(nft --version)).
   - O(require) names what the play needs; a requirement that is not met fails the task with what to install.
   - Reads only; never changes anything, also not in check mode.
 author:
@@ -71,9 +71,9 @@ firmware_tools:
   type: str
   sample: mstflint
 tools:
-  description: One entry per tool family - C(mft), C(mstflint), C(strongswan), C(bfb_install), C(doca_installer) -
-    each with C(present) (bool), C(path) (the program found, or null), C(version) (a string or null) and C(note)
-    (why the version is null, or null).
+  description: One entry per tool family - C(mft), C(mstflint), C(strongswan), C(bfb_install), C(doca_installer),
+    C(nftables) - each with C(present) (bool), C(path) (the program found, or null), C(version) (a string or null)
+    and C(note) (why the version is null, or null).
   returned: always
   type: dict
   sample:
@@ -92,7 +92,8 @@ tool_versions:
   description: The version of each tool family (as in RV(tools)), null when it is missing or has no version option.
   returned: always
   type: dict
-  sample: {"mft": null, "mstflint": "4.21.0", "strongswan": "5.9.8", "bfb_install": null, "doca_installer": null}
+  sample: {"mft": null, "mstflint": "4.21.0", "strongswan": "5.9.8", "bfb_install": null, "doca_installer": null,
+           "nftables": "1.0.6"}
 cmd:
   description: Every command run, as argv lists, in order.
   returned: always

@@ -96,3 +96,43 @@ def test_inventory_without_addresses_renders_and_says_so(tmp_path, collection_li
     assert len(said) == 2 and "no host of the inventory has bluefleet_host_overlay_address" in said[0]
     text = files(inventory)[("sim01-dpu", RULESET)]
     assert "ip daddr" not in text and "\t\tcounter drop" in text, "no peer resolved: only the data path passes"
+
+
+def test_preflights_read_answers_whether_nft_is_there(tmp_path, collection_link):
+    """Where preflight's read of the cards in this run says whether nft is there (bluefleet_dpu_info, section tools),
+    the role does not ask nft again: a read without nft stops a node that loads the ruleset, naming the read's words;
+    a read with nft checks the file with nft -c. A read that does not say runs 'Look for nft' as before."""
+    import json
+
+    inventory = fleet(tmp_path)
+    tasks = {"Look for nft", "Require nft where the ruleset is loaded"}
+
+    def ran(run):
+        return sorted((e["event_data"]["host"], e["event_data"]["task"]) for e in run["events"]
+                      if e.get("event") in ("runner_on_ok", "runner_on_failed")
+                      and e["event_data"].get("task") in tasks)
+
+    absent = {"tools": {"tools": {"nftables": {"present": False, "path": None, "version": None,
+                                               "note": "nft not found on PATH"}}}}
+    extra = tmp_path / "absent.json"
+    extra.write_text(json.dumps({"bluefleet_dpu_info": absent, "firewall_linux_services": True}))
+    run = run_playbook(PLAYBOOK, inventory, *FIREWALL, "-e", "@%s" % extra, check=False)
+    assert run["rc"] != 0
+    assert ran(run) == [(host, "Require nft where the ruleset is loaded") for host in DPUS]
+    for host in DPUS:
+        assert "%s: nft is not installed (nft not found on PATH); install the nftables package" % host \
+            in failures(run)[host]
+    assert set(files(inventory).values()) == {None}, "nothing is written before the check"
+    # a read with nft: no 'Look for nft', and the file is checked with nft -c (a twin root has no nft: a false
+    # path makes the check fail, which shows that it ran)
+    there = {"tools": {"tools": {"nftables": {"present": True, "path": "/usr/sbin/nft", "version": "1.0.6",
+                                              "note": None}}}}
+    extra = tmp_path / "there.json"
+    extra.write_text(json.dumps({"bluefleet_dpu_info": there, "bluefleet_environment": {"PATH": str(tmp_path)}}))
+    run = run_playbook(PLAYBOOK, inventory, *FIREWALL, "-e", "@%s" % extra, check=False)
+    assert ran(run) == []
+    for host in DPUS:
+        assert "nft -c -f" in failures(run)[host], failures(run)
+    # no read: the role asks nft itself
+    run = run_playbook(PLAYBOOK, inventory, *FIREWALL)
+    assert ran(run) == [(host, "Look for nft") for host in DPUS]

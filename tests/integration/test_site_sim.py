@@ -78,6 +78,8 @@ def ran(run, task):
 KNOWN_READS = {"Read what the node runs (step 'read versions')": "The node has a card (step 'read versions')",
                "Read the secure-boot lifecycle (mlxbf-bootctl)": "Report the secure-boot lifecycle",
                "Read the GPU-NIC topology": "Set the closest NIC of each GPU",
+               # preflight's read of the cards ran nft --version (section tools)
+               "Look for nft": "Write the ruleset (checked with nft -c first)",
                # preflight read the reset levels where the node configures its card: the reset is planned from it
                "Plan the reset (fails here, before any write, when the reset needed is not available)":
                "Plan the reset from the read of the card (fails here, before any write, when the reset needed is not "

@@ -10,7 +10,8 @@ Layouts (recorded on Debian 12 for issue 18, and from the corpus):
 * ``flint, mft 4.30.1-8, built on ...`` (MFT; corpus/mlxup "MFT Version : mft 4.30.1-8" names the same package);
 * ``strongSwan 5.9.8 swanctl`` (first line of ``swanctl --help``; ``swanctl --version`` asks the daemon), NVIDIA's
   BlueField build ``5.9.10bf`` style suffixes kept in ``raw``;
-* ``Linux strongSwan 5.9.8`` (``charon --version``).
+* ``Linux strongSwan 5.9.8`` (``charon --version``);
+* ``nftables v1.0.6 (Lester Gooch #5)`` (``nft --version``, recorded on Debian 12).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ _PATTERNS = (
     ("mstflint", re.compile(r"\bmstflint (?P<version>\d+(?:\.\d+)+(?:-\d+)?)")),
     ("mft", re.compile(r"\bmft (?P<version>\d+(?:\.\d+)+(?:-\d+)?)")),
     ("strongswan", re.compile(r"\bstrongSwan (?P<version>\d+(?:\.\d+)+)(?P<suffix>\S*)")),
+    ("nftables", re.compile(r"^nftables v(?P<version>\d+(?:\.\d+)+)")),
 )
 
 
 def parse_tool_version(text):
-    """``{"package": "mstflint"|"mft"|"strongswan", "version": "4.21.0", "numbers": [4, 21, 0], "raw": line}``."""
+    """``{"package": "mstflint"|"mft"|"strongswan"|"nftables", "version": "4.21.0", "numbers": [4, 21, 0],
+    "raw": line}``."""
     for raw in (text or "").splitlines():
         line = raw.strip()
         if not line:
@@ -39,8 +42,8 @@ def parse_tool_version(text):
                 version = match.group("version")
                 numbers = [int(part) for part in re.split(r"[.-]", version)]
                 return {"package": package, "version": version, "numbers": numbers, "raw": line}
-        raise ParseError(KIND, "expected 'mstflint X.Y.Z', 'mft X.Y.Z' or 'strongSwan X.Y.Z' in the first line", 1,
-                         line)
+        raise ParseError(KIND, "expected 'mstflint X.Y.Z', 'mft X.Y.Z', 'strongSwan X.Y.Z' or 'nftables vX.Y.Z' in "
+                         "the first line", 1, line)
     raise ParseError(KIND, "no output", 1, "")
 
 

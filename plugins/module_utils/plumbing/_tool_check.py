@@ -22,6 +22,7 @@ FAMILIES = {
     "strongswan": ("swanctl", ["swanctl", "--help"]),
     "bfb_install": ("bfb-install", None),
     "doca_installer": ("doca-installer", None),
+    "nftables": ("nft", ["nft", "--version"]),  # the firewall role loads and checks its ruleset with nft
 }
 ADVICE = {
     "firmware": "install NVIDIA MFT (mlxconfig, flint, mlxfwreset, mst) or the distribution's mstflint package "

@@ -523,7 +523,7 @@ def test_tools_section_reports_as_tools_info_and_does_not_fail(run_module):
     answers = dpu_answers()
     answers[("mstflint", "--version")] = ok("tool-version", "debian12-mstflint-version")
     answers[("swanctl", "--help")] = ok("tool-version", "debian12-swanctl-help-head")
-    missing = ("flint", "mst", "bfb-install", "doca-installer")
+    missing = ("flint", "mst", "bfb-install", "doca-installer", "nft")
     runner = WhichRunner(answers, missing=missing)
     failed, result = run_module(dpu_info, {"filter": ["firmware", "tools"],
                                            "require": ["firmware", "ipsec_packet_offload"]}, runner)
@@ -542,10 +542,13 @@ def test_tools_section_met_and_not_in_the_default(run_module):
     answers = dpu_answers()
     answers[("flint", "--version")] = (0, "flint, mft 4.30.1-8, built on Oct 10 2024, 09:51:39. Git SHA Hash: N/A\n",
                                        "")
+    answers[("nft", "--version")] = ok("tool-version", "debian12-nft-version")
     runner = WhichRunner(answers, missing=("mstflint", "swanctl", "bfb-install", "doca-installer"))
     failed, result = run_module(dpu_info, {"filter": ["tools"], "require": ["firmware", "mst"]}, runner)
     assert not failed, result
     assert result["tools"]["missing"] == [] and result["tools"]["firmware_tools"] == "mft"
+    assert result["tools"]["tools"]["nftables"] == {"present": True, "path": "/usr/bin/nft", "version": "1.0.6",
+                                                    "note": None}
     assert "tools" not in dpu_info.DEFAULT_SECTIONS and "tools" in dpu_info.SECTIONS
     failed, result = run_module(dpu_info, {}, WhichRunner(dpu_answers()))
     assert not failed and "tools" not in result
