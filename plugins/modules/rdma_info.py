@@ -104,62 +104,14 @@ cmd:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_ibdev2netdev, parse_show_gids
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._rdma_read import read_rdma
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
-    ToolError,
-    parse_output,
-    run_module,
-    run_tool,
-    timeout_spec,
-)
-
-
-def choose_gid(rows, address):
-    """The RoCE v2 GID index for one netdev's rows (see DOCUMENTATION), or None."""
-    v2 = [row for row in rows if (row["ver"] or "").lower() == "v2"]
-    if address:
-        for row in v2:
-            if row["ipv4"] == address:
-                return row["index"]
-    for row in v2:
-        if row["ipv4"]:
-            return row["index"]
-    return v2[0]["index"] if v2 else None
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import run_module, timeout_spec
 
 
 def run_rdma_info(runner, params):
-    what = "list RDMA devices with ibdev2netdev"
-    links = parse_output(parse_ibdev2netdev, run_tool(runner, ["ibdev2netdev"], what), what)["links"]
-    what = "read the GID tables with show_gids"
-    gids = parse_output(parse_show_gids, run_tool(runner, ["show_gids"], what), what)["gids"]
-    known = [link["netdev"] for link in links]
-    netdevs = list(params["netdevs"]) or known
-    missing = [name for name in netdevs if name not in known]
-    if missing:
-        raise ToolError("read the RoCE GID index failed: %s has no RDMA device (ibdev2netdev lists: %s); name "
-                        "RoCE netdevs only" % (", ".join(missing), ", ".join(known) or "none"))
-    index = {name: choose_gid([row for row in gids if row["netdev"] == name], params["address"]) for name in netdevs}
-    gid_netdev = None
-    if params["address"]:
-        carriers = [name for name in netdevs
-                    if any(row["ipv4"] == params["address"] and row["netdev"] == name for row in gids)]
-        if not carriers:
-            where = ", ".join(netdevs) or "any netdev"
-            raise ToolError("read the RoCE GID index failed: no GID of %s holds the address %s; set that address "
-                            "on the RoCE netdev or fix bluefleet_roce_address" % (where, params["address"]))
-        gid_netdev = carriers[0]
-    else:
-        gid_netdev = next((name for name in netdevs if index[name] is not None), None)
-    return {
-        "changed": False,
-        "links": links,
-        "gids": gids,
-        "netdevs": netdevs,
-        "roce_v2_gid_index": index,
-        "gid_index": index[gid_netdev] if gid_netdev else None,
-        "gid_netdev": gid_netdev,
-    }
+    # The read lives in plumbing/_rdma_read.py: roce_qos (rdma_facts) returns the same keys from the same read.
+    return dict(read_rdma(runner, params["netdevs"], params["address"]), changed=False)
 
 
 def argument_spec():
