@@ -19,17 +19,23 @@ description:
   - With O(netdevs), the same settings go to every netdev in one run - C(ibdev2netdev) runs once, every netdev is
     read before any is changed (a netdev that does not exist, has no RDMA device port or no ECN sysfs fails the
     task with nothing changed), then each netdev that differs is set and read back.
+  - With O(rdma_facts), the module first makes the read of M(bluefleet.dpu.rdma_info) (C(ibdev2netdev) and
+    C(show_gids), once each; O(netdevs) and O(address) as that module's) and returns it as RV(rdma), so one run
+    finds the RoCE netdevs and their GID index and configures them. O(netdevs) empty or left out then means every
+    netdev C(ibdev2netdev) lists; where it lists none, the module changes nothing and reads no QoS.
   - These settings are runtime only - a reboot loses them (C(persistent) is always false); the
     C(bluefleet.dpu.roce_qos) role installs a boot-time unit that applies them again.
 author:
   - bluefleet developers (!UNKNOWN)
 options:
   netdev:
-    description: The netdev (C(ens1f0np0) on a host, C(p0) on a BlueField Arm). Give this or O(netdevs).
+    description: The netdev (C(ens1f0np0) on a host, C(p0) on a BlueField Arm). Give this or O(netdevs) (or
+      neither, with O(rdma_facts)).
     type: str
   netdevs:
     description:
       - Several netdevs that get the same settings, in one run (the RoCE ports of a node). Give this or O(netdev).
+      - With O(rdma_facts), empty or left out - every netdev C(ibdev2netdev) lists.
       - The result then holds one entry per netdev in RV(netdevs), and RV(qos), RV(before) and the diff are keyed
         by netdev.
     type: list
@@ -88,6 +94,23 @@ options:
   tos:
     description: Default ToS of RDMA-CM on the port (C(cma_roce_tos -t)); DSCP times 4.
     type: int
+  rdma_facts:
+    description:
+      - Before reading any QoS, make the read of M(bluefleet.dpu.rdma_info) and return it as RV(rdma) (the RDMA
+        device ports, GID tables and RoCE v2 GID index); a netdev that ibdev2netdev does not list fails the task
+        before anything is read or changed.
+      - O(netdev) and O(netdevs) may then be left out - every netdev C(ibdev2netdev) lists.
+      - C(ibdev2netdev) still runs once - O(roce_mode) and O(tos) find the RDMA device of each netdev in the same
+        read.
+    type: bool
+    default: false
+    version_added: 0.2.0
+  address:
+    description: The IPv4 address RoCE traffic uses (as C(show_gids) prints it), which picks the GID index in
+      RV(rdma), as O(bluefleet.dpu.rdma_info#module:address) does. Only with O(rdma_facts). Empty - none.
+    type: str
+    default: ''
+    version_added: 0.2.0
   ibdev:
     description: The RDMA device of O(netdev). Empty - looked up with C(ibdev2netdev). Not with O(netdevs).
     type: str
@@ -144,6 +167,21 @@ EXAMPLES = r"""
     tos: 104
     mtu: 9000
 
+- name: Every RoCE port ibdev2netdev lists, and the GID index NCCL needs, in one run
+  bluefleet.dpu.roce_qos:
+    rdma_facts: true
+    address: 192.168.10.2
+    trust: dscp
+    pfc: [3]
+    ecn: [3]
+    data_dscp: 26
+    cnp_dscp: 48
+  register: roce
+
+- name: Show the GID index
+  ansible.builtin.debug:
+    msg: "NCCL_IB_GID_INDEX={{ roce.rdma.gid_index }}"
+
 - name: Lossless RoCE on priority 3, DSCP 26, CNP DSCP 48
   bluefleet.dpu.roce_qos:
     netdev: p0
@@ -166,7 +204,7 @@ RETURN = r"""
 before:
   description:
     - The state before the module ran (the same as RV(qos) when nothing changed); RV(previous) is its older
-      name. With O(netdevs), netdev to its state.
+      name. Unless O(netdev) is given, netdev to its state.
   returned: success
   type: dict
 check_mode_prediction:
@@ -190,27 +228,61 @@ ibdev:
   type: str
   sample: mlx5_0
 netdevs:
-  description: One entry per netdev of O(netdevs), in order - C(netdev), C(ibdev), C(port), C(changed),
-    C(changes), C(qos) and C(before), each as the single-netdev result has it.
-  returned: when O(netdevs) is given
+  description: One entry per netdev of O(netdevs) (with O(rdma_facts) and no O(netdev), of RV(rdma.netdevs)), in
+    order - C(netdev), C(ibdev), C(port), C(changed), C(changes), C(qos) and C(before), each as the single-netdev
+    result has it.
+  returned: unless O(netdev) is given
   type: list
   elements: dict
   version_added: 0.2.0
+rdma:
+  description: The read of M(bluefleet.dpu.rdma_info), made before any QoS was read - its keys C(links), C(gids),
+    C(netdevs), C(roce_v2_gid_index), C(gid_index) and C(gid_netdev), as that module returns them.
+  returned: when O(rdma_facts) is true
+  type: dict
+  version_added: 0.2.0
+  contains:
+    links:
+      description: RDMA device ports and their netdevs, from C(ibdev2netdev).
+      type: list
+      elements: dict
+      sample: [{"ibdev": "mlx5_0", "port": 1, "netdev": "p0", "state": "Up"}]
+    gids:
+      description: Every GID table row from C(show_gids).
+      type: list
+      elements: dict
+    netdevs:
+      description: The netdevs configured (O(netdevs), O(netdev), or every netdev of RV(rdma.links)).
+      type: list
+      elements: str
+    roce_v2_gid_index:
+      description: Netdev to its RoCE v2 GID index (null when it has none).
+      type: dict
+      sample: {"p0": 3}
+    gid_index:
+      description: The GID index of the netdev that carries O(address), or of the first netdev that has one.
+      type: int
+      sample: 3
+    gid_netdev:
+      description: The netdev RV(rdma.gid_index) belongs to.
+      type: str
+      sample: p0
 port:
   description: The RDMA device port.
   returned: always
   type: int
 qos:
-  description: The managed settings after the run (in check mode, as predicted), keys as the options. With
-    O(netdevs), netdev to its settings.
+  description: The managed settings after the run (in check mode, as predicted), keys as the options. Unless
+    O(netdev) is given, netdev to its settings.
   returned: always
   type: dict
 previous:
-  description: The managed settings before the run (with O(netdevs), netdev to its settings).
+  description: The managed settings before the run (unless O(netdev) is given, netdev to its settings).
   returned: always
   type: dict
 changes:
-  description: The settings that differed, in apply order; with O(netdevs), C(NETDEV.SETTING) for each.
+  description: The settings that differed, in apply order; unless O(netdev) is given, C(NETDEV.SETTING) for
+    each.
   returned: always
   type: list
   elements: str
@@ -224,7 +296,7 @@ reset_required:
   type: str
   sample: none
 diff:
-  description: The managed settings before and after (with O(netdevs), keyed by netdev).
+  description: The managed settings before and after (unless O(netdev) is given, keyed by netdev).
   returned: when diff mode is on
   type: dict
 cmd:
@@ -254,6 +326,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import fs_root_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_attribute
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._rdma_read import read_rdma
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -449,8 +522,12 @@ def netdevs_of(params):
 
 def check_input(params, names):
     """Every problem of the options (the same settings go to every netdev); ToolError before any command."""
-    label = "configure RoCE QoS of %s" % (", ".join(names) or "no netdev")
-    problems = [] if names else ["give netdev (one netdev) or netdevs (a list of them)"]
+    everyone = "every RDMA netdev" if params["rdma_facts"] else "no netdev"
+    label = "configure RoCE QoS of %s" % (", ".join(names) or everyone)
+    problems = [] if names or params["rdma_facts"] else ["give netdev (one netdev) or netdevs (a list of them)"]
+    if params["address"] and not params["rdma_facts"]:
+        problems.append("address %s only picks the GID index of the rdma_facts read; set rdma_facts: true with it, "
+                        "or leave address out" % params["address"])
     if params["netdevs"] and params["ibdev"]:
         problems.append("ibdev names the RDMA device of one netdev; with netdevs leave it out (ibdev2netdev finds "
                         "the device of each) or configure that netdev alone with netdev")
@@ -487,15 +564,24 @@ def run_roce_qos(runner, params, check_mode):
     """Check the options and every netdev, read every netdev, then (not in check mode) apply and read back.
 
     Nothing is written before every netdev has been read: a netdev that does not exist, has no RDMA device
-    port or no ECN sysfs fails the task with no netdev changed.
+    port or no ECN sysfs fails the task with no netdev changed. With rdma_facts, rdma_info's read comes first and
+    gives the netdevs when none is named.
     """
     names = netdevs_of(params)
     check_input(params, names)
+    rdma = None
+    if params["rdma_facts"]:
+        # The options as rdma_info takes them (a repeated netdev too), so the rdma key is what rdma_info returns.
+        asked = params["netdevs"] or ([params["netdev"]] if params["netdev"] else [])
+        rdma = read_rdma(runner, asked, params["address"])
+        names = list(dict.fromkeys(rdma["netdevs"]))
     per = [dict(params, netdev=name) for name in names]
     for one in per:
         check_netdev(one)
-    needs_links = not params["ibdev"] and any(params[k] is not None for k in CMA_KEYS)
-    links = list_links(runner, names) if needs_links else []
+    needs_links = bool(names) and not params["ibdev"] and any(params[k] is not None for k in CMA_KEYS)
+    links = []
+    if needs_links:  # ibdev2netdev once per run: the rdma_facts read has listed the links already
+        links = rdma["links"] if rdma is not None else list_links(runner, names)
     plans = [(one,) + plan_netdev(runner, one, links) for one in per]
     results = []
     for one, ibdev, want, before, changes in plans:
@@ -507,7 +593,9 @@ def run_roce_qos(runner, params, check_mode):
                         "wanted": dict(before, **want) if changes else before})
     common = {"changed": any(r["changed"] for r in results), "port": params["port"], "persistent": False,
               "reset_required": "none"}
-    if not params["netdevs"]:
+    if rdma is not None:
+        common["rdma"] = rdma
+    if params["netdev"]:
         [one] = results
         return dict(common, netdev=one["netdev"], ibdev=one["ibdev"], qos=one["qos"], before=one["before"],
                     previous=one["before"], changes=one["changes"], diff=make_diff(one["before"], one["wanted"]))
@@ -538,6 +626,8 @@ def argument_spec():
         "data_dscp": {"type": "int"},
         "roce_mode": {"type": "str", "choices": ["v1", "v2"]},
         "tos": {"type": "int"},
+        "rdma_facts": {"type": "bool", "default": False},
+        "address": {"type": "str", "default": ""},
         "ibdev": {"type": "str"},
         "port": {"type": "int", "default": 1},
         "mtu": {"type": "int"},
@@ -549,7 +639,11 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
-                           mutually_exclusive=[("netdev", "netdevs")], required_one_of=[("netdev", "netdevs")])
+                           mutually_exclusive=[("netdev", "netdevs")])
+    # required_one_of cannot depend on another option: with rdma_facts the netdevs may come from ibdev2netdev, so
+    # the check is made here, with the message required_one_of gave.
+    if not module.params["rdma_facts"] and module.params["netdev"] is None and module.params["netdevs"] is None:
+        module.fail_json(msg="one of the following is required: netdev, netdevs")
     run_module(module, "configure RoCE QoS", ToolRunner,
                lambda runner: run_roce_qos(runner, module.params, module.check_mode), predicts=True)
 

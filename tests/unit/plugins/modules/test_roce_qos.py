@@ -8,6 +8,8 @@ Tool outputs:
 * ``cma_roce_mode``: ``IB/RoCE v1`` / ``RoCE v2`` (show_gids/FORMAT-from-source.md); ``cma_roce_tos``: the
   number (the kernel's configfs show, see tests/unit/fixtures/parsers/cma-roce-tos).
 * ``ibdev2netdev``: ``<ibdev> port <n> ==> <netdev> (<Up|Down>)`` (corpus ibdev2netdev, before ``column -t``).
+* ``show_gids`` (rdma_facts): the corpus fixture (show_gids/cx7-vf-net1-container: link-local GID at 0/1, the IPv4
+  address at 2 (v1) / 3 (v2)) with its rows given to p0 (mlx5_0, 192.168.10.2) and p1 (mlx5_1, 192.168.11.2).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
-from ansible_collections.bluefleet.dpu.plugins.modules import roce_qos
+from ansible_collections.bluefleet.dpu.plugins.modules import rdma_info, roce_qos
 from fake_tools import fixture_text
 
 PCP = fixture_text("mlnx-qos", "fixture-tabs-pcp")
@@ -295,3 +297,128 @@ def test_netdevs_a_netdev_without_rdma_port_fails_before_any_change(run_module, 
     failed, result = run_module(roce_qos, dict(TWO, netdevs=["p0", "eth0"], sysfs_root=str(tmp_path)), runner)
     assert failed and "eth0 with ibdev2netdev failed: ibdev2netdev lists no RDMA device port 1" in result["msg"]
     assert runner.steps == [] and not any("--trust" in argv for argv in runner.cmd)
+
+
+# ---------------------------------------------------------------- rdma_facts: rdma_info's read in the same run
+GID_LINES = fixture_text("show-gids", "cx7-vf-net1-container").splitlines(keepends=True)
+GID_HEADER = "".join(GID_LINES[:2])  # the column header and its dashes
+
+
+def _gid_rows(ibdev, netdev, octet):
+    return "".join(row.replace("mlx5_3", ibdev).replace("net1", netdev).replace("c0a8:0a02", "c0a8:%02x02" % octet)
+                   .replace("192.168.10.2", "192.168.%d.2" % octet) for row in GID_LINES if row.startswith("mlx5_3"))
+
+
+GIDS = GID_HEADER + _gid_rows("mlx5_0", "p0", 10) + _gid_rows("mlx5_1", "p1", 11) + "n_gids_found=8\n"
+LINKS = (["ibdev2netdev"], 0, IBDEV2NETDEV, "")
+SHOW_GIDS = (["show_gids"], 0, GIDS, "")
+READ_AFTER1 = [(QOS1, 0, AFTER, ""), (MODE1, 0, "RoCE v2\n", ""), (TOS1, 0, "104\n", "")]
+EVERY = dict(ARGS, rdma_facts=True)
+del EVERY["netdev"]
+
+
+def rdma_info_of(args):
+    """What rdma_info returns on the same tool outputs, without its own changed and cmd."""
+    runner = Ordered([LINKS, SHOW_GIDS])
+    return {key: value for key, value in rdma_info.run_rdma_info(runner, dict({"netdevs": [], "address": ""}, **args))
+            .items() if key != "changed"}
+
+
+@pytest.mark.parametrize("netdevs", [None, []])
+def test_rdma_facts_configures_every_netdev_ibdev2netdev_lists(run_module, tmp_path, netdevs):
+    """ibdev2netdev once (its links also give the RDMA devices for roce_mode and tos), show_gids once, then p0 and p1
+    read; both hold the settings already."""
+    dirs = [make_sysfs(tmp_path, netdev=n, mtu=9000, ecn=(3,)) for n in ("p0", "p1")]
+    before = [sysfs_state(d) for d in dirs]
+    args = dict(EVERY, sysfs_root=str(tmp_path))
+    if netdevs is not None:
+        args["netdevs"] = netdevs
+    runner = Ordered([LINKS, SHOW_GIDS] + READ_AFTER + READ_AFTER1)
+    failed, result = run_module(roce_qos, args, runner)
+    assert not failed, result
+    assert runner.steps == [] and result["cmd"].count(["ibdev2netdev"]) == 1
+    assert result["changed"] is False and [n["netdev"] for n in result["netdevs"]] == ["p0", "p1"]
+    assert [n["ibdev"] for n in result["netdevs"]] == ["mlx5_0", "mlx5_1"] and set(result["qos"]) == {"p0", "p1"}
+    assert result["rdma"]["netdevs"] == ["p0", "p1"] and result["rdma"]["gid_index"] == 3
+    assert result["rdma"]["gid_netdev"] == "p0" and result["rdma"]["roce_v2_gid_index"] == {"p0": 3, "p1": 3}
+    assert [sysfs_state(d) for d in dirs] == before
+
+
+@pytest.mark.parametrize("rdma_args", [{}, {"address": "192.168.11.2"}, {"netdevs": ["p1"]},
+                                       {"netdevs": ["p1", "p0"], "address": "192.168.10.2"}])
+def test_rdma_facts_returns_what_rdma_info_returns(run_module, tmp_path, rdma_args):
+    for name in ("p0", "p1"):
+        make_sysfs(tmp_path, netdev=name, mtu=9000)
+    runner = Ordered([LINKS, SHOW_GIDS])
+    failed, result = run_module(roce_qos, dict({"rdma_facts": True, "mtu": 9000, "sysfs_root": str(tmp_path)},
+                                               **rdma_args), runner)
+    assert not failed, result
+    assert result["rdma"] == rdma_info_of(rdma_args) and runner.steps == []
+    assert set(result["rdma"]) == {"links", "gids", "netdevs", "roce_v2_gid_index", "gid_index", "gid_netdev"}
+    assert [n["netdev"] for n in result["netdevs"]] == result["rdma"]["netdevs"]
+
+
+def test_rdma_facts_with_one_netdev_keeps_the_single_netdev_result(run_module, tmp_path):
+    make_sysfs(tmp_path)
+    runner = Ordered([LINKS, SHOW_GIDS] + READ_BEFORE[1:] + APPLY + READ_AFTER)
+    failed, result = run_module(roce_qos, dict(ARGS, rdma_facts=True, sysfs_root=str(tmp_path)), runner)
+    assert not failed, result
+    assert runner.steps == [] and result["cmd"].count(["ibdev2netdev"]) == 1
+    assert result["netdev"] == "p0" and result["ibdev"] == "mlx5_0" and result["changed"] is True
+    assert result["rdma"] == rdma_info_of({"netdevs": ["p0"]})
+
+
+def test_rdma_facts_check_mode_reads_and_predicts(run_module, tmp_path):
+    dirs = [make_sysfs(tmp_path, netdev=n) for n in ("p0", "p1")]
+    before = [sysfs_state(d) for d in dirs]
+    steps = [LINKS, SHOW_GIDS] + READ_BEFORE[1:] + [(QOS1, 0, PCP, ""), (MODE1, 0, "IB/RoCE v1\n", ""),
+                                                    (TOS1, 0, "0\n", "")]
+    runner = Ordered(steps)
+    failed, result = run_module(roce_qos, dict(EVERY, netdevs=[], sysfs_root=str(tmp_path)), runner,
+                                check_mode=True)
+    assert not failed, result
+    assert result["changed"] is True and result["check_mode_prediction"] is True and runner.steps == []
+    assert [sysfs_state(d) for d in dirs] == before and result["rdma"]["netdevs"] == ["p0", "p1"]
+
+
+def test_rdma_facts_without_rdma_netdevs_changes_and_reads_nothing_more(run_module, tmp_path):
+    """ibdev2netdev lists no netdev: no QoS read, no sysfs file looked at, changed false, the read returned."""
+    runner = Ordered([(["ibdev2netdev"], 0, "", ""), (["show_gids"], 0, GID_HEADER + "n_gids_found=0\n", "")])
+    failed, result = run_module(roce_qos, dict(EVERY, netdevs=[], sysfs_root=str(tmp_path / "none")), runner)
+    assert not failed, result
+    assert runner.steps == [] and result["cmd"] == [["ibdev2netdev"], ["show_gids"]]
+    assert result["changed"] is False and result["netdevs"] == [] and result["qos"] == {} and result["changes"] == []
+    assert result["rdma"] == {"links": [], "gids": [], "netdevs": [], "roce_v2_gid_index": {}, "gid_index": None,
+                              "gid_netdev": None}
+
+
+def test_rdma_facts_netdev_ibdev2netdev_does_not_list_fails_before_any_qos_read(run_module, tmp_path):
+    """rdma_info's message, word for word; nothing read after the two RDMA tools."""
+    make_sysfs(tmp_path)
+    runner = Ordered([LINKS, SHOW_GIDS])
+    failed, result = run_module(roce_qos, dict(EVERY, netdevs=["p0", "p9"], sysfs_root=str(tmp_path)), runner)
+    assert failed and result["msg"] == ("read the RoCE GID index failed: p9 has no RDMA device (ibdev2netdev lists: "
+                                        "p0, p1); name RoCE netdevs only"), result["msg"]
+    assert runner.cmd == [["ibdev2netdev"], ["show_gids"]]
+
+
+def test_rdma_facts_address_no_gid_holds_fails_as_rdma_info(run_module, tmp_path):
+    make_sysfs(tmp_path)
+    failed, result = run_module(roce_qos, dict(EVERY, address="10.0.0.9", sysfs_root=str(tmp_path)),
+                                Ordered([LINKS, SHOW_GIDS]))
+    assert failed and "no GID of p0, p1 holds the address 10.0.0.9" in result["msg"], result["msg"]
+
+
+def test_address_without_rdma_facts_is_refused_before_any_command(run_module, tmp_path):
+    make_sysfs(tmp_path)
+    runner = Ordered([])
+    failed, result = run_module(roce_qos, dict(ARGS, address="192.168.10.2", sysfs_root=str(tmp_path)), runner)
+    assert failed and runner.cmd == [], result
+    assert "address 192.168.10.2" in result["msg"] and "set rdma_facts: true with it" in result["msg"]
+    assert result["msg"].startswith("configure RoCE QoS of p0 failed: ")
+
+
+def test_without_rdma_facts_a_netdev_is_still_required(run_module, tmp_path):
+    runner = Ordered([])
+    failed, result = run_module(roce_qos, {"mtu": 9000, "sysfs_root": str(tmp_path)}, runner)
+    assert failed and result["msg"] == "one of the following is required: netdev, netdevs" and runner.cmd == []
