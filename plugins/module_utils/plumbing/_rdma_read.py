@@ -16,8 +16,6 @@ from __future__ import annotations
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import parse_ibdev2netdev, parse_show_gids
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError, parse_output, run_tool
 
-RDMA_KEYS = ("links", "gids", "netdevs", "roce_v2_gid_index", "gid_index", "gid_netdev")
-
 
 def choose_gid(rows, address):
     """The RoCE v2 GID index for one netdev's rows: the entry of ``address``, else the first RoCE v2 entry with an
