@@ -312,7 +312,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import PARSERS as RDMA_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import PARSERS as RSHIM_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, version_line
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import RunOnce, ToolRunner, version_line
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import REQUIREMENTS, check_tools
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -353,6 +353,8 @@ class DpuInfo(ToolReader):
         self.side_option = side
         self.fs_root = fs_root
         self.require = list(require)
+        # version queries: tool_versions and tools both ask flint --version where MFT is there; it runs once
+        self.versions = RunOnce(runner)
 
     # -- discovery ------------------------------------------------------------------------------
     def discover(self):
@@ -548,7 +550,7 @@ class DpuInfo(ToolReader):
             if argv is None:
                 versions[tool] = None
                 continue
-            versions[tool] = version_line(self.runner, argv)
+            versions[tool] = version_line(self.versions, argv)
         return versions
 
     # -- everything -------------------------------------------------------------------------------
@@ -608,7 +610,7 @@ class DpuInfo(ToolReader):
         if "tool_versions" in want:
             out["tool_versions"] = self.tool_versions()
         if "tools" in want:
-            out["tools"] = check_tools(self.runner, self.require)
+            out["tools"] = check_tools(self.versions, self.require)
         out["tools_missing"] = list(self.missing)
         out["cmd"] = [list(argv) for argv in self.runner.cmd]
         return out

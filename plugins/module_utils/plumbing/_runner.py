@@ -92,6 +92,24 @@ def version_line(runner, argv):
     return lines[0] if lines else None
 
 
+class RunOnce:
+    """A runner for read-only queries that runs each argv at most once and answers a repeat with the first result
+    (a module whose sections ask the same tool for its version: dpu_info's tool_versions and tools)."""
+
+    def __init__(self, runner):
+        self.runner = runner
+        self.results = {}
+
+    def run(self, argv, **kwargs):
+        key = tuple(argv)
+        if key not in self.results:
+            self.results[key] = self.runner.run(list(argv), **kwargs)
+        return self.results[key]
+
+    def which(self, program):
+        return self.runner.which(program)
+
+
 class ToolRunner:
     """Run tools with a fixed environment and timeout and remember every argv.
 

@@ -560,3 +560,15 @@ def test_require_without_the_tools_section_is_refused(run_module):
     assert failed and runner.cmd == []
     assert result["msg"] == ("gather DPU facts failed: require=['firmware'] is what the section tools checks, and "
                              "filter does not ask for it: add tools to filter, or leave require out")
+
+
+def test_tool_versions_and_tools_ask_flint_for_its_version_once(run_module):
+    answers = dpu_answers()
+    answers[("flint", "--version")] = (0, "flint, mft 4.30.1-8, built on Oct 10 2024, 09:51:39. Git SHA Hash: N/A\n",
+                                       "")
+    runner = WhichRunner(answers, missing=("mstflint", "swanctl", "bfb-install", "doca-installer", "nft"))
+    failed, result = run_module(dpu_info, {"filter": ["firmware", "tool_versions", "tools"]}, runner)
+    assert not failed, result
+    assert runner.cmd.count(["flint", "--version"]) == 1
+    assert result["tool_versions"]["flint"].startswith("flint, mft 4.30.1-8")
+    assert result["tools"]["tools"]["mft"]["version"] == "4.30.1-8"
