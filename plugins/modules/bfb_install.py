@@ -250,6 +250,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     nonpositive_seconds,
     sha256_of,
     timeout_spec,
+    with_change_time,
     without_unasked_diff,
 )
 
@@ -509,7 +510,7 @@ def main():
     result["cmd"] = [list(a) for a in runner.cmd]
     if module.check_mode:
         result["check_mode_prediction"] = True
-    module.exit_json(**without_unasked_diff(module, result))
+    module.exit_json(**without_unasked_diff(module, with_change_time(module, result)))
 
 
 if __name__ == "__main__":

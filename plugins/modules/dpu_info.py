@@ -42,10 +42,18 @@ options:
       - C(tools) the firmware, IPsec and BFB tools the node has and whether they meet O(require), reported as
         M(bluefleet.dpu.tools_info) reports them (an unmet requirement is listed in the C(missing) of RV(tools); it
         does not fail the task). Not in the default; give it by name.
+      - C(roce) the lossless RoCE settings of every RDMA netdev, read as M(bluefleet.dpu.roce_qos) reads them
+        (C(ibdev2netdev) and C(show_gids) once, then C(mlnx_qos -i), C(cma_roce_mode), C(cma_roce_tos) and the
+        mlx5 sysfs of each netdev), for the netdevs and the address of O(roce_netdevs) and O(roce_address), so that
+        the filter P(bluefleet.dpu.roce_plan#filter) answers roce_qos's check from this read. A netdev that cannot
+        be read gets its error; the task does not fail. Not in the default; give it by name.
+      - C(files) the state of each file of O(files) as M(bluefleet.dpu.files) compares it (the target of a
+        symbolic link; a regular file's sha256 and mode), for the filter P(bluefleet.dpu.files_plan#filter). Not in
+        the default; give it by name.
     type: list
     elements: str
     choices: [firmware, nvconfig, mode, reset_levels, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions,
-              rdma_links, tools]
+              rdma_links, tools, roce, files]
     default: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
   require:
     description:
@@ -55,6 +63,28 @@ options:
     elements: str
     choices: [firmware, mst, ipsec_packet_offload, bfb_install]
     default: []
+  roce_netdevs:
+    description: The netdevs the section C(roce) reads, as M(bluefleet.dpu.roce_qos)'s
+      O(bluefleet.dpu.roce_qos#module:netdevs) with O(bluefleet.dpu.roce_qos#module:rdma_facts); empty - every netdev
+      C(ibdev2netdev) lists.
+    type: list
+    elements: str
+    default: []
+  roce_address:
+    description: The address that picks the RoCE GID index in the section C(roce), as M(bluefleet.dpu.roce_qos)'s
+      O(bluefleet.dpu.roce_qos#module:address).
+    type: str
+    default: ''
+  files:
+    description: The files the section C(files) reads, as the machine sees them (absolute), under O(files_root).
+    type: list
+    elements: path
+    default: []
+  files_root:
+    description: The directory that stands for C(/) for O(files) (M(bluefleet.dpu.files)'
+      O(bluefleet.dpu.files#module:fs_root)).
+    type: path
+    default: /
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
@@ -285,10 +315,28 @@ cmd:
   returned: always
   type: list
   elements: list
+read_at:
+  description: When the read began, in seconds since the epoch by the node's clock. A bluefleet module that changes
+    the node later sets the fact C(bluefleet_changed_at) to a later time, which tells a play that this read no longer
+    holds.
+  returned: always
+  type: float
+roce:
+  description: The section C(roce) - C(available) (false with C(reason) when the RDMA read failed), C(asked) (the
+    netdevs, address, C(fs_root) and port the read was made for), C(rdma) (M(bluefleet.dpu.rdma_info)'s keys), and
+    C(netdevs), netdev to C(ibdev), C(port) and C(settings) (the raw values roce_qos compares) or C(error).
+  returned: when C(roce) is in O(filter)
+  type: dict
+files:
+  description: The section C(files) - C(available), C(root), and C(paths), each path of O(files) to C(link), C(file),
+    C(sha256) and C(mode).
+  returned: when C(files) is in O(filter)
+  type: dict
 """
 
 import glob
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
@@ -301,6 +349,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import
     supported_resets,
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._rdma_links import summarize_links
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import read_netdev
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import PARSERS as BF_RELEASE_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import PARSERS as DEVLINK_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import PARSERS as FLINT_PARSERS
@@ -312,6 +361,8 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import PARSERS as RDMA_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import PARSERS as RSHIM_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import file_state
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._rdma_read import read_rdma
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import RunOnce, ToolRunner, version_line
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import REQUIREMENTS, check_tools
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -325,9 +376,12 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 )
 
 SECTIONS = ("firmware", "nvconfig", "mode", "reset_levels", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot",
-            "tool_versions", "rdma_links", "tools")
-# reset_levels, rdma_links and tools are asked for by name: the default stays what it was before the sections existed.
-DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in ("reset_levels", "rdma_links", "tools"))
+            "tool_versions", "rdma_links", "tools", "roce", "files")
+# These are asked for by name: the default stays what it was before the sections existed.
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in ("reset_levels", "rdma_links", "tools", "roce", "files"))
+
+# The RDMA device port the section roce reads (roce_qos's default port; the roce_qos role does not set another).
+ROCE_PORT = 1
 
 # argv that asks each tool for its version; None: the tool has no version option (not asked).
 VERSION_ARGV = {
@@ -347,12 +401,17 @@ VERSION_ARGV = {
 class DpuInfo(ToolReader):
     """Gather the facts with one runner; every tool at most once per card."""
 
-    def __init__(self, runner, sections, side="auto", fs_root="/", require=()):
+    def __init__(self, runner, sections, side="auto", fs_root="/", require=(), roce_netdevs=(), roce_address="",
+                 files=(), files_root="/"):
         super().__init__(runner)
         self.sections = set(sections)
         self.side_option = side
         self.fs_root = fs_root
         self.require = list(require)
+        self.roce_netdevs = list(roce_netdevs)
+        self.roce_address = roce_address or ""
+        self.files = list(files)
+        self.files_root = files_root
         # version queries: tool_versions and tools both ask flint --version where MFT is there; it runs once
         self.versions = RunOnce(runner)
 
@@ -543,6 +602,27 @@ class DpuInfo(ToolReader):
         links = self.parse(RDMA_PARSERS, "rdma-link", result, "rdma link show")["links"]
         return dict(summarize_links(links), available=True)
 
+    def roce(self):
+        """roce_qos's read of every RDMA netdev (see the option filter); per-netdev errors are kept, not raised."""
+        asked = {"netdevs": self.roce_netdevs, "address": self.roce_address, "fs_root": self.fs_root,
+                 "port": ROCE_PORT}
+        try:
+            rdma = read_rdma(self.runner, self.roce_netdevs, self.roce_address)
+        except ToolError as exc:
+            return dict(unavailable(exc.msg), asked=asked)
+        netdevs = {name: read_netdev(self.runner, self.fs_root, name, ROCE_PORT, rdma["links"])
+                   for name in dict.fromkeys(rdma["netdevs"])}
+        return {"available": True, "asked": asked, "rdma": rdma, "netdevs": netdevs}
+
+    def file_states(self):
+        paths = {}
+        for path in self.files:
+            try:
+                paths[path] = file_state(self.files_root, path)
+            except OSError as exc:
+                paths[path] = {"error": "read %s failed: %s" % (path, exc)}
+        return {"available": True, "root": self.files_root, "paths": paths}
+
     def tool_versions(self):
         versions = {}
         for tool in list(self.used):
@@ -555,7 +635,7 @@ class DpuInfo(ToolReader):
 
     # -- everything -------------------------------------------------------------------------------
     def gather(self):
-        out = {"changed": False, "filter": [s for s in SECTIONS if s in self.sections]}
+        out = {"changed": False, "filter": [s for s in SECTIONS if s in self.sections], "read_at": time.time()}
         devices = self.discover()
         if devices is None:
             devices = []
@@ -607,6 +687,10 @@ class DpuInfo(ToolReader):
             out["secure_boot"] = self.secure_boot(side)
         if "rdma_links" in want:
             out["rdma_links"] = self.rdma_links()
+        if "roce" in want:
+            out["roce"] = self.roce()
+        if "files" in want:
+            out["files"] = self.file_states()
         if "tool_versions" in want:
             out["tool_versions"] = self.tool_versions()
         if "tools" in want:
@@ -620,6 +704,10 @@ def argument_spec():
     return {
         "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(DEFAULT_SECTIONS)},
         "require": {"type": "list", "elements": "str", "choices": list(REQUIREMENTS), "default": []},
+        "roce_netdevs": {"type": "list", "elements": "str", "default": []},
+        "roce_address": {"type": "str", "default": ""},
+        "files": {"type": "list", "elements": "path", "default": []},
+        "files_root": {"type": "path", "default": "/"},
         "side": side_spec(),
         "fs_root": fs_root_spec(),
         "timeout": timeout_spec(120),
@@ -635,8 +723,9 @@ def main():
         module.fail_json(msg="gather DPU facts failed: require=%s is what the section tools checks, and filter does "
                              "not ask for it: add tools to filter, or leave require out" % module.params["require"])
     runner = ToolRunner(timeout=module.params["timeout"])
-    info = DpuInfo(runner, module.params["filter"], module.params["side"], module.params["fs_root"],
-                   module.params["require"])
+    params = module.params
+    info = DpuInfo(runner, params["filter"], params["side"], params["fs_root"], params["require"],
+                   params["roce_netdevs"], params["roce_address"], params["files"], params["files_root"])
     try:
         result = info.gather()
     except ToolError as exc:

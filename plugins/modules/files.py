@@ -170,7 +170,11 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files impo
     write_link,
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec, without_unasked_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
+    fs_root_spec,
+    with_change_time,
+    without_unasked_diff,
+)
 
 LABEL = "write files"
 
@@ -384,7 +388,7 @@ def main():
         result.pop("diff")
     if module.check_mode:
         result["check_mode_prediction"] = True
-    module.exit_json(**without_unasked_diff(module, result))
+    module.exit_json(**without_unasked_diff(module, with_change_time(module, result)))
 
 
 if __name__ == "__main__":

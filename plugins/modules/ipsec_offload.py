@@ -123,7 +123,11 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import fs_root_spec, without_unasked_diff
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
+    fs_root_spec,
+    with_change_time,
+    without_unasked_diff,
+)
 
 KEY = "IPSEC_FULL_OFFLOAD"
 _ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?%s=(.*)$" % KEY)
@@ -234,7 +238,7 @@ def main():
     )
     if module.check_mode:
         result["check_mode_prediction"] = True
-    module.exit_json(**without_unasked_diff(module, result))
+    module.exit_json(**without_unasked_diff(module, with_change_time(module, result)))
 
 
 if __name__ == "__main__":

@@ -311,52 +311,32 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce import (
     ECN_PROTOS,
-    PRIORITIES,
     ROCE_MODE_ARGS,
-    pfc_priorities,
     pfc_vector,
-    validate,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlnx_qos import parse_mlnx_qos
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import (
-    parse_cma_roce_mode,
-    parse_cma_roce_tos,
-    parse_ibdev2netdev,
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import (
+    CMA_KEYS,
+    KEYS,
+    argument_spec,
+    changes_of,
+    check_input,
+    check_netdev,
+    desired_state,
+    find_ibdev,
+    list_links,
+    net_dir,
+    netdevs_of,
+    read_state,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import fs_root_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_attribute
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._rdma_read import read_rdma
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
-    parse_output,
     run_module,
     run_tool,
-    timeout_spec,
 )
-
-# apply order; each key is one option of the module
-KEYS = ("trust", "dscp2prio", "pfc", "prio_tc", "tsa", "tc_bw", "roce_mode", "tos", "ecn", "cnp_dscp", "mtu")
-MLNX_QOS_KEYS = ("pfc", "prio_tc", "tsa", "tc_bw")
-CMA_KEYS = ("roce_mode", "tos")
-ROCE_VERSIONS = {1: "v1", 2: "v2"}
-
-
-def net_dir(params):
-    return os.path.join(params["fs_root"], "sys", "class", "net", params["netdev"])
-
-
-def read_number(path, what):
-    try:
-        with open(path) as handle:
-            text = handle.read().strip()
-    except OSError as exc:
-        raise ToolError("read %s failed: %s" % (what, exc)) from exc
-    try:
-        return int(text)
-    except ValueError:
-        raise ToolError("read %s failed: %s holds %r, not a number" % (what, path, text)) from None
 
 
 def write_number(path, value, what):
@@ -364,105 +344,6 @@ def write_number(path, value, what):
         write_attribute(path, "%d\n" % value)
     except OSError as exc:
         raise ToolError("write %s failed: %s; run as root on a machine with the mlx5 driver" % (what, exc)) from exc
-
-
-def check_netdev(params):
-    """Fail unless the netdev exists (its sysfs directory)."""
-    base = os.path.dirname(net_dir(params))
-    if not os.path.isdir(net_dir(params)):
-        known = sorted(os.listdir(base)) if os.path.isdir(base) else []
-        raise ToolError("configure RoCE QoS of %s failed: netdev %s does not exist (no %s); name one of: %s"
-                        % (params["netdev"], params["netdev"], net_dir(params), ", ".join(known) or "(none)"))
-
-
-def list_links(runner, netdevs):
-    what = "look up the RDMA device of %s with ibdev2netdev" % ", ".join(netdevs)
-    return parse_output(parse_ibdev2netdev, run_tool(runner, ["ibdev2netdev"], what), what)["links"]
-
-
-def find_ibdev(params, links):
-    """The RDMA device of the netdev's port in ``links`` (ibdev2netdev, read once for every netdev)."""
-    if params["ibdev"]:
-        return params["ibdev"]
-    for link in links:
-        if link["netdev"] == params["netdev"] and link["port"] == params["port"]:
-            return link["ibdev"]
-    raise ToolError("look up the RDMA device of %s with ibdev2netdev failed: ibdev2netdev lists no RDMA device "
-                    "port %d for it; give ibdev, or leave roce_mode and tos unset for a netdev without RDMA"
-                    % (params["netdev"], params["port"]))
-
-
-def tc_settings(data):
-    """prio_tc, tsa and tc_bw (8 items each, None where mlnx_qos printed nothing) from the tc lines."""
-    prio_tc = [None] * PRIORITIES
-    tsa = [None] * PRIORITIES
-    tc_bw = [None] * PRIORITIES
-    for tc in data["tcs"]:
-        if not 0 <= tc["tc"] < PRIORITIES:
-            continue
-        tsa[tc["tc"]] = tc["tsa"]
-        tc_bw[tc["tc"]] = tc["bw"] if tc["tsa"] == "ets" else 0
-        for prio in tc["priorities"]:
-            if 0 <= prio < PRIORITIES:
-                prio_tc[prio] = tc["tc"]
-    return prio_tc, tsa, tc_bw
-
-
-def read_state(runner, params, ibdev):
-    """The current value of every managed key."""
-    netdev = params["netdev"]
-    out = {}
-    if any(params[key] is not None for key in ("trust", "dscp2prio") + MLNX_QOS_KEYS):
-        what = "read QoS of %s with mlnx_qos" % netdev
-        data = parse_output(parse_mlnx_qos, run_tool(runner, ["mlnx_qos", "-i", netdev], what), what)
-        prio_tc, tsa, tc_bw = tc_settings(data)
-        enabled = data["pfc"]["enabled"] or [0] * PRIORITIES
-        out.update({"trust": data["trust"], "pfc": pfc_priorities(enabled), "prio_tc": prio_tc, "tsa": tsa,
-                    "tc_bw": tc_bw})
-        if params["dscp2prio"] is not None:
-            out["dscp2prio"] = [{"dscp": e["dscp"], "priority": data["dscp2prio"].get(str(e["dscp"]))}
-                                for e in params["dscp2prio"]]
-    if params["roce_mode"] is not None:
-        what = "read the RoCE mode of %s port %d with cma_roce_mode" % (ibdev, params["port"])
-        result = run_tool(runner, ["cma_roce_mode", "-d", ibdev, "-p", str(params["port"])], what)
-        out["roce_mode"] = ROCE_VERSIONS[parse_output(parse_cma_roce_mode, result, what)["roce_version"]]
-    if params["tos"] is not None:
-        what = "read the RoCE ToS of %s port %d with cma_roce_tos" % (ibdev, params["port"])
-        result = run_tool(runner, ["cma_roce_tos", "-d", ibdev, "-p", str(params["port"])], what)
-        out["tos"] = parse_output(parse_cma_roce_tos, result, what)["tos"]
-    if params["ecn"] is not None:
-        flags = {}
-        for proto in ECN_PROTOS:
-            folder = os.path.join(net_dir(params), "ecn", proto, "enable")
-            if not os.path.isdir(folder):
-                raise ToolError("read ECN of %s failed: %s does not exist; ECN per priority needs an mlx5 PF or "
-                                "uplink netdev (not a representor)" % (netdev, folder))
-            flags[proto] = [read_number(os.path.join(folder, str(p)), "ECN %s of %s" % (proto, netdev))
-                            for p in range(PRIORITIES)]
-        if flags["roce_np"] == flags["roce_rp"]:
-            out["ecn"] = pfc_priorities(flags["roce_np"])
-        else:  # the two sides differ: show both so the diff says why it changes
-            out["ecn"] = {proto: pfc_priorities(flags[proto]) for proto in ECN_PROTOS}
-    if params["cnp_dscp"] is not None:
-        out["cnp_dscp"] = read_number(os.path.join(net_dir(params), "ecn", "roce_np", "cnp_dscp"),
-                                      "the CNP DSCP of %s" % netdev)
-    if params["mtu"] is not None:
-        out["mtu"] = read_number(os.path.join(net_dir(params), "mtu"), "the MTU of %s" % netdev)
-    return out
-
-
-def desired_state(params):
-    want = {}
-    for key in KEYS:
-        if params[key] is None:
-            continue
-        if key in ("pfc", "ecn"):
-            want[key] = sorted(set(params[key]))
-        elif key == "dscp2prio":
-            want[key] = [{"dscp": e["dscp"], "priority": e["priority"]} for e in params[key]]
-        else:
-            want[key] = params[key]
-    return want
 
 
 def apply_changes(runner, params, ibdev, changes, want):
@@ -506,46 +387,12 @@ def apply_changes(runner, params, ibdev, changes, want):
         write_number(os.path.join(net_dir(params), "mtu"), want["mtu"], "the MTU of %s" % netdev)
 
 
-def settings_of(params):
-    """The option values in the form ``_roce.validate`` checks."""
-    return {"trust": params["trust"], "pfc": params["pfc"], "ecn": params["ecn"], "dscp": params["data_dscp"],
-            "cnp_dscp": params["cnp_dscp"], "prio_tc": params["prio_tc"], "tsa": params["tsa"],
-            "tc_bw": params["tc_bw"], "roce_mode": params["roce_mode"], "tos": params["tos"], "mtu": params["mtu"]}
-
-
-def netdevs_of(params):
-    """The netdevs to configure (O(netdev), or O(netdevs) without repeats), in order."""
-    if params["netdevs"]:
-        return list(dict.fromkeys(params["netdevs"]))
-    return [params["netdev"]] if params["netdev"] else []
-
-
-def check_input(params, names):
-    """Every problem of the options (the same settings go to every netdev); ToolError before any command."""
-    everyone = "every RDMA netdev" if params["rdma_facts"] else "no netdev"
-    label = "configure RoCE QoS of %s" % (", ".join(names) or everyone)
-    problems = [] if names or params["rdma_facts"] else ["give netdev (one netdev) or netdevs (a list of them)"]
-    if params["address"] and not params["rdma_facts"]:
-        problems.append("address %s only picks the GID index of the rdma_facts read; set rdma_facts: true with it, "
-                        "or leave address out" % params["address"])
-    if params["netdevs"] and params["ibdev"]:
-        problems.append("ibdev names the RDMA device of one netdev; with netdevs leave it out (ibdev2netdev finds "
-                        "the device of each) or configure that netdev alone with netdev")
-    problems += validate(settings_of(params), max_mtu=params["max_mtu"])
-    for entry in params["dscp2prio"] or []:
-        problems += validate({"dscp": entry["dscp"], "dscp_priority": entry["priority"]})
-    if params["port"] < 1:
-        problems.append("port %d is not a port number (1 or more)" % params["port"])
-    if problems:
-        raise ToolError("%s failed: %s; nothing was changed" % (label, "; ".join(problems)))
-
-
 def plan_netdev(runner, params, links):
     """Read one netdev: (ibdev, want, before, changes). Reads only."""
     ibdev = find_ibdev(params, links) if any(params[k] is not None for k in CMA_KEYS) else params["ibdev"]
     want = desired_state(params)
     before = read_state(runner, params, ibdev)
-    changes = [key for key in KEYS if key in want and before.get(key) != want[key]]
+    changes = changes_of(want, before)
     return ibdev, want, before, changes
 
 
@@ -606,35 +453,6 @@ def run_roce_qos(runner, params, check_mode):
                 qos={r["netdev"]: r["qos"] for r in results}, before=before, previous=before,
                 changes=["%s.%s" % (r["netdev"], key) for r in results for key in r["changes"]],
                 diff=make_diff(before, {r["netdev"]: r["wanted"] for r in results}))
-
-
-def argument_spec():
-    return {
-        "netdev": {"type": "str"},
-        "netdevs": {"type": "list", "elements": "str"},
-        "trust": {"type": "str", "choices": ["pcp", "dscp"]},
-        "pfc": {"type": "list", "elements": "int"},
-        "dscp2prio": {"type": "list", "elements": "dict", "options": {
-            "dscp": {"type": "int", "required": True},
-            "priority": {"type": "int", "required": True},
-        }},
-        "prio_tc": {"type": "list", "elements": "int"},
-        "tsa": {"type": "list", "elements": "str"},
-        "tc_bw": {"type": "list", "elements": "int"},
-        "ecn": {"type": "list", "elements": "int"},
-        "cnp_dscp": {"type": "int"},
-        "data_dscp": {"type": "int"},
-        "roce_mode": {"type": "str", "choices": ["v1", "v2"]},
-        "tos": {"type": "int"},
-        "rdma_facts": {"type": "bool", "default": False},
-        "address": {"type": "str", "default": ""},
-        "ibdev": {"type": "str"},
-        "port": {"type": "int", "default": 1},
-        "mtu": {"type": "int"},
-        "max_mtu": {"type": "int", "default": 9978},
-        "fs_root": fs_root_spec(aliases=["sysfs_root"]),
-        "timeout": timeout_spec(60),
-    }
 
 
 def main():

@@ -18,6 +18,9 @@
   NotADirectoryError naming the one that is a file.
 - ``write_link(path, target)``: atomically make ``path`` a symbolic link to ``target`` (a new link under a
   temporary name, renamed over ``path``). Returns True when it changed, False when ``path`` already is that link.
+- ``file_state(root, path)``: what the ``files`` module compares, read without the content leaving the machine:
+  ``link`` (the target of a symbolic link, else None), ``file`` (a regular file there, links followed), its
+  ``sha256`` and ``mode`` (an octal string). ``path`` is as the machine sees it, under ``root``.
 
 Check mode is the caller's business: a module in check mode does not call the writers.
 OSError propagates; the module turns it into its own ``"write <what> failed: ..."`` message.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -208,3 +212,20 @@ def _fsync_dir(folder):
         pass
     finally:
         os.close(fd)
+
+
+def file_state(root, path):
+    """The state the ``files`` module compares at ``path`` under ``root`` (see the module docstring)."""
+    dest = os.path.join(root, os.path.normpath(path).lstrip("/"))
+    out = {"link": os.readlink(dest) if os.path.islink(dest) else None, "file": False, "sha256": None, "mode": None}
+    try:
+        st = os.stat(dest)
+    except FileNotFoundError:  # no file, or a dangling link
+        return out
+    if stat.S_ISREG(st.st_mode):
+        digest = hashlib.sha256()
+        with open(dest, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 16), b""):
+                digest.update(block)
+        out.update({"file": True, "sha256": digest.hexdigest(), "mode": "%04o" % stat.S_IMODE(st.st_mode)})
+    return out

@@ -40,7 +40,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner imp
 # The option specs are re-exported from _argspec, where they live, for the modules that import them from here.
 __all__ = ["ToolError", "ToolReader", "fs_root_spec", "is_sha256", "nonpositive_seconds", "parse_output", "run_module",
            "run_tool", "run_until_listening", "sha256_of", "side_spec", "timeout_spec", "unavailable",
-           "without_unasked_diff"]
+           "with_change_time", "without_unasked_diff"]
 
 _SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
 
@@ -200,7 +200,18 @@ def run_module(module, label, runner_class, work, version_argv=None, predicts=No
     result["cmd"] = [list(a) for a in runner.cmd]
     if module.check_mode and predicts is not None:
         result.setdefault("check_mode_prediction", bool(predicts))
-    module.exit_json(**without_unasked_diff(module, result))
+    module.exit_json(**without_unasked_diff(module, with_change_time(module, result)))
+
+
+def with_change_time(module, result):
+    """``result`` with the fact ``bluefleet_changed_at`` (now, by the clock of the machine the module runs on) when
+    the module changed something there, not in check mode: it tells a play that a read of the node made earlier in
+    the run (dpu_info's ``read_at``) no longer holds. Modules that act from the controller (the BMC modules) leave
+    it out: their clock is not the node's."""
+    if result.get("changed") and not module.check_mode:
+        facts = dict(result.get("ansible_facts") or {}, bluefleet_changed_at=time.time())
+        result = dict(result, ansible_facts=facts)
+    return result
 
 
 def without_unasked_diff(module, result):

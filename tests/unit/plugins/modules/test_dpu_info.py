@@ -265,6 +265,7 @@ def test_check_mode_reads_the_same_and_changes_nothing(run_module, fake_runner):
     failed, second = run_module(dpu_info, {}, check, check_mode=True)
     assert not failed and not first_failed
     assert check.cmd == normal.cmd == DPU_ARGV
+    assert first.pop("read_at") <= second.pop("read_at")  # when each read began (the node's clock)
     assert second == first
     assert second["changed"] is False
 

@@ -1,0 +1,65 @@
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter ``bluefleet.dpu.roce_plan``: what ``bluefleet.dpu.roce_qos`` would change, worked out on the controller from
+preflight's read of the node (``bluefleet.dpu.dpu_info`` with the section ``roce``), so that a node that holds every
+setting needs no roce_qos run.
+
+The options are roce_qos's, checked with its argument spec and its input checks; the comparison is roce_qos's own
+(``module_utils.domain._roce_qos``: ``view_state``, ``desired_state``, ``changes_of``). When the read cannot answer
+- it was made for other netdevs, a netdev could not be read, the node changed after the read (``changed_at``,
+``reset``: ``module_utils.domain._read_plan.stale_reason``), or the options do not pass roce_qos's checks - the
+answer says why and the playbook runs roce_qos, which reads the node itself.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import stale_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import (
+    argument_spec,
+    check_input,
+    netdevs_of,
+    plan_from_read,
+)
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
+
+
+def plain(value):
+    """``value`` as plain dicts, lists, str and numbers: the templar's containers and tagged strings cost the argument
+    spec checks about 0.3 s of CPU per call, the plain data a millisecond."""
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def roce_plan(read, options, changed_at=None, reset=False):
+    """``{answered, in_state, why, changes, rdma}`` for roce_qos with ``options`` on the node ``read`` describes;
+    ``in_state``: answered, and nothing to change."""
+    if not isinstance(options, dict):
+        raise AnsibleFilterError("roce_plan: the options must be roce_qos's options (a dict), got %r" % (options,))
+    why = stale_reason(read, changed_at, reset)
+    if why:
+        return {"answered": False, "in_state": False, "why": why}
+    validated = ArgumentSpecValidator(argument_spec()).validate(plain(options))
+    if validated.error_messages:
+        return {"answered": False, "in_state": False,
+                "why": "roce_qos refuses the options: %s" % "; ".join(validated.error_messages)}
+    params = validated.validated_parameters
+    try:
+        check_input(params, netdevs_of(params))
+    except ToolError as exc:
+        return {"answered": False, "in_state": False, "why": "roce_qos refuses the options: %s" % exc.msg}
+    plan = plan_from_read(read.get("roce"), params)
+    if not plan["answered"]:
+        return dict(plan, in_state=False)
+    return dict(plan, why="", in_state=not plan["changes"])
+
+
+class FilterModule:
+    def filters(self):
+        return {"roce_plan": roce_plan}

@@ -1,0 +1,62 @@
+# Copyright: (c) 2026, bluefleet developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Answering a module's check from a read made earlier in the run, and saying when that read no longer holds.
+
+A stage whose node already holds everything asked can skip its module runs when a read made earlier in the same
+run (preflight's ``dpu_info``) answers their checks. That read holds only while nothing changed the node since:
+
+- ``stale_reason(read, changed_at, reset)``: why ``read`` (a dpu_info result, with ``read_at`` by the node's
+  clock) cannot answer, or None. ``changed_at`` is the fact ``bluefleet_changed_at`` (the node's clock when a
+  bluefleet module last changed something there; every changing module sets it); ``reset`` is the fact
+  ``bluefleet_card_reset``, set by the tasks that reset the card or its driver without a bluefleet module.
+- ``files_changes(section, files, links, root)``: the paths the ``files`` module would write, from dpu_info's
+  ``files`` section, or a reason (str) when the section does not answer (not read, another root, a path not read).
+
+Pure: data in, data out; no I/O, no AnsibleModule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import octal_mode
+
+
+def stale_reason(read, changed_at=None, reset=False):
+    """Why ``read`` no longer holds (see the module docstring), or None."""
+    if not isinstance(read, dict) or read.get("read_at") is None:
+        return "there is no read of the node from this run with its time (preflight's bluefleet_dpu_info)"
+    if reset:
+        return "the card or its driver was reset in this run after the read (bluefleet_card_reset)"
+    if changed_at is not None and float(changed_at) >= float(read["read_at"]):
+        return "a bluefleet module changed the node after the read (bluefleet_changed_at)"
+    return None
+
+
+def files_changes(section, files=(), links=(), root="/"):
+    """The paths of ``files`` and ``links`` (the files module's options) that differ, or a reason (str)."""
+    if not isinstance(section, dict) or not section.get("available"):
+        return "the read has no files section"
+    if os.path.normpath(section.get("root") or "/") != os.path.normpath(root or "/"):
+        return "the files were read under %s, not %s" % (section.get("root"), root)
+    paths = section.get("paths") or {}
+    changes = []
+    for entry in files:
+        state = paths.get(entry["path"])
+        if state is None or state.get("error"):
+            return "%s was not read%s" % (entry["path"], (": " + state["error"]) if state else "")
+        try:
+            mode = octal_mode(entry.get("mode", "0644"), "mode of %s" % entry["path"])
+        except ValueError as exc:
+            return str(exc)
+        digest = hashlib.sha256(entry["content"].encode("utf-8")).hexdigest()
+        if not state["file"] or state["sha256"] != digest or int(state["mode"], 8) != mode:
+            changes.append(entry["path"])
+    for entry in links:
+        state = paths.get(entry["path"])
+        if state is None or state.get("error"):
+            return "%s was not read%s" % (entry["path"], (": " + state["error"]) if state else "")
+        if state["link"] != entry["src"]:
+            changes.append(entry["path"])
+    return changes
