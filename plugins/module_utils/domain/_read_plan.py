@@ -8,7 +8,8 @@ run (preflight's ``dpu_info``) answers their checks. That read holds only while 
 - ``stale_reason(read, changed_at, reset)``: why ``read`` (a dpu_info result, with ``read_at`` by the node's
   clock) cannot answer, or None. ``changed_at`` is the fact ``bluefleet_changed_at`` (the node's clock when a
   bluefleet module last changed something there; every changing module sets it); ``reset`` is the fact
-  ``bluefleet_card_reset``, set by the tasks that reset the card or its driver without a bluefleet module.
+  a card reset without a bluefleet module in this run (the facts ``bluefleet_card_reset``, ``firmware_card_reset`` and
+  ``switchdev_card_reset``, see roles/roce_qos/vars/main.yml).
 - ``files_changes(section, files, links, root)``: the paths the ``files`` module would write, from dpu_info's
   ``files`` section, or a reason (str) when the section does not answer (not read, another root, a path not read).
 
@@ -28,7 +29,7 @@ def stale_reason(read, changed_at=None, reset=False):
     if not isinstance(read, dict) or read.get("read_at") is None:
         return "there is no read of the node from this run with its time (preflight's bluefleet_dpu_info)"
     if reset:
-        return "the card or its driver was reset in this run after the read (bluefleet_card_reset)"
+        return "the card or its driver was reset in this run after the read"
     if changed_at is not None and float(changed_at) >= float(read["read_at"]):
         return "a bluefleet module changed the node after the read (bluefleet_changed_at)"
     return None

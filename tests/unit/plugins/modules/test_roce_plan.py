@@ -124,7 +124,7 @@ def in_state(run_module, tmp_path):
     ({"netdevs": ["p0"]}, {}, "the read was made for netdevs [] and address '', not ['p0'] and ''"),
     ({"address": "192.168.10.2"}, {}, "not [] and '192.168.10.2'"),
     ({"port": 2}, {}, "the read was made under"),
-    ({}, {"reset": True}, "the card or its driver was reset in this run after the read (bluefleet_card_reset)"),
+    ({}, {"reset": True}, "the card or its driver was reset in this run after the read"),
     ({"mtu": 12000}, {}, "roce_qos refuses the options: configure RoCE QoS of every RDMA netdev failed: mtu 12000"),
     ({"trust": "both"}, {}, "roce_qos refuses the options: value of trust must be one of"),
 ])
