@@ -136,3 +136,24 @@ def test_preflights_read_answers_whether_nft_is_there(tmp_path, collection_link)
     # no read: the role asks nft itself
     run = run_playbook(PLAYBOOK, inventory, *FIREWALL)
     assert ran(run) == [(host, "Look for nft") for host in DPUS]
+
+
+def test_preflights_read_answers_whether_the_ruleset_differs(tmp_path, collection_link):
+    """preflight read the ruleset file's sha256 and mode in this run (dpu_info's section files): where it is as
+    rendered, the files module does not run; a file changed by hand on one DPU brings it back on that DPU alone."""
+    inventory = fleet(tmp_path)
+    args = ("--tags", "preflight,firewall", "-e", "bluefleet_validate=false")
+    write = "Write the ruleset (checked with nft -c first)"
+
+    def ran(run):
+        return sorted((e["event_data"]["host"], bool(e["event_data"]["res"].get("changed"))) for e in run["events"]
+                      if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == write)
+
+    first = run_playbook("site.yml", inventory, *args)
+    assert ran(first) == [(host, True) for host in DPUS]
+    written = files(inventory)
+    assert ran(run_playbook("site.yml", inventory, *args)) == []
+    ruleset = root(inventory, "sim02-dpu") / RULESET
+    ruleset.write_text(ruleset.read_text() + "# changed by hand\n")
+    assert ran(run_playbook("site.yml", inventory, *args)) == [("sim02-dpu", True)]
+    assert files(inventory) == written
