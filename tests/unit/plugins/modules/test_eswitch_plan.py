@@ -215,3 +215,15 @@ def test_no_eswitch_section_answers_nothing(run_module, tmp_path):
     assert section["ports"] is None and "Operation not permitted" in section["ports_reason"]
     plan = eswitch_plan(read, options_of(tmp_path))
     assert plan["answered"] is False and "the read has no devlink ports: find the device of each netdev" in plan["why"]
+
+
+def test_an_omitted_option_is_left_out_as_for_the_module(in_state, tmp_path):
+    """The role shares one dict of options between the module and the plan: ``omit`` (ansible-core's sentinel, or the
+    older placeholder string) leaves the key out of both; an explicit null is what the module refuses."""
+    from ansible._internal._templating._utils import Omit
+
+    for omit in (Omit, "__omit_place_holder__d41d8cd98f00b204e9800998ecf8427e"):
+        plan = eswitch_plan(in_state, options_of(tmp_path, inline_mode=omit, encap_mode=omit))
+        assert plan["answered"] is True and plan["in_state"] is True, plan
+    plan = eswitch_plan(in_state, dict(options_of(tmp_path), inline_mode=None))
+    assert plan["answered"] is False and "value of inline_mode must be one of" in plan["why"]
