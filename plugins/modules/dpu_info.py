@@ -75,6 +75,14 @@ options:
       O(bluefleet.dpu.roce_qos#module:address).
     type: str
     default: ''
+  eswitch_ports:
+    description:
+      - With C(eswitch) in O(filter), also read C(devlink -j port show) once and give each card's C(eswitch) section
+        C(ports) - which netdev is a port of which of the card's PCI functions, as M(bluefleet.dpu.eswitch) resolves
+        its O(bluefleet.dpu.eswitch#module:netdevs) - so that the filter P(bluefleet.dpu.eswitch_plan#filter) answers
+        eswitch's check from this read.
+    type: bool
+    default: false
   files:
     description: The files the section C(files) reads, as the machine sees them (absolute), under O(files_root).
     type: list
@@ -243,7 +251,9 @@ devices:
     eswitch:
       description: >-
         C(available), C(reason), C(functions) (PCI address with domain -> C(mode), C(inline_mode),
-        C(encap_mode) from devlink; functions devlink does not list are absent).
+        C(encap_mode) from devlink; functions devlink does not list are absent). With O(eswitch_ports), C(ports)
+        (netdev -> devlink handle, C(pci/0000:03:00.0), of the card's function whose port it is, from
+        C(devlink -j port show)), or C(ports=null) and C(ports_reason) when that read failed.
       type: dict
       returned: when C(eswitch) is in O(filter)
     privilege:
@@ -348,6 +358,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import
     side_of,
     supported_resets,
 )
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch import PORTS_ARGV, port_owners
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._rdma_links import summarize_links
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import read_netdev
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import PARSERS as BF_RELEASE_PARSERS
@@ -402,7 +413,7 @@ class DpuInfo(ToolReader):
     """Gather the facts with one runner; every tool at most once per card."""
 
     def __init__(self, runner, sections, side="auto", fs_root="/", require=(), roce_netdevs=(), roce_address="",
-                 files=(), files_root="/"):
+                 files=(), files_root="/", eswitch_ports=False):
         super().__init__(runner)
         self.sections = set(sections)
         self.side_option = side
@@ -412,6 +423,7 @@ class DpuInfo(ToolReader):
         self.roce_address = roce_address or ""
         self.files = list(files)
         self.files_root = files_root
+        self.eswitch_ports = eswitch_ports
         # version queries: tool_versions and tools both ask flint --version where MFT is there; it runs once
         self.versions = RunOnce(runner)
 
@@ -539,6 +551,17 @@ class DpuInfo(ToolReader):
             return None
         return self.parse(DEVLINK_PARSERS, "devlink-eswitch", result, "devlink dev eswitch show")["devices"]
 
+    def ports(self):
+        """eswitch's read of the devlink ports (``devlink -j port show``), or the reason (str) it failed: the section
+        then answers nothing about netdevs, and the task does not fail."""
+        try:
+            result = self.run(list(PORTS_ARGV), "find the device of each netdev with devlink")
+            if result is None:
+                return self.missing_reason("devlink")
+            return self.parse(DEVLINK_PARSERS, "devlink-port", result, " ".join(PORTS_ARGV))["ports"]
+        except ToolError as exc:
+            return exc.msg
+
     def rshim(self, side):
         if side != "host":
             return unavailable("rshim is read from the host side; this is the DPU side")
@@ -645,9 +668,11 @@ class DpuInfo(ToolReader):
         side = self.detect_side(devices)
         out["side"] = side
         want = self.sections
-        eswitch = None
+        eswitch = ports = None
         if "eswitch" in want and devices:
             eswitch = self.eswitch()
+            if eswitch is not None and self.eswitch_ports:
+                ports = self.ports()
         # fw_reset's choice (Card.reset_tool): MFT's mlxfwreset, else mstflint's mstfwreset, else mlxfwreset (missing)
         reset_tool = pick_tool(self.runner, "mlxfwreset") if "reset_levels" in want and devices else None
         for dev in devices:
@@ -672,6 +697,11 @@ class DpuInfo(ToolReader):
                         if handle in eswitch:
                             fns[full_bdf(fn["pci"])] = eswitch[handle]
                     dev["eswitch"] = {"available": True, "functions": fns}
+                    if isinstance(ports, str):
+                        dev["eswitch"].update(ports=None, ports_reason=ports)
+                    elif ports is not None:
+                        handles = {"pci/" + full_bdf(fn["pci"]) for fn in dev["functions"] if fn["pci"]}
+                        dev["eswitch"]["ports"] = port_owners(ports, handles)
             if "privilege" in want:
                 dev["privilege"] = self.privilege(dev, side)
             fw_pending = bool(dev.get("firmware", {}).get("pending_reset"))
@@ -708,6 +738,7 @@ def argument_spec():
         "roce_address": {"type": "str", "default": ""},
         "files": {"type": "list", "elements": "path", "default": []},
         "files_root": {"type": "path", "default": "/"},
+        "eswitch_ports": {"type": "bool", "default": False},
         "side": side_spec(),
         "fs_root": fs_root_spec(),
         "timeout": timeout_spec(120),
@@ -725,7 +756,8 @@ def main():
     runner = ToolRunner(timeout=module.params["timeout"])
     params = module.params
     info = DpuInfo(runner, params["filter"], params["side"], params["fs_root"], params["require"],
-                   params["roce_netdevs"], params["roce_address"], params["files"], params["files_root"])
+                   params["roce_netdevs"], params["roce_address"], params["files"], params["files_root"],
+                   params["eswitch_ports"])
     try:
         result = info.gather()
     except ToolError as exc:

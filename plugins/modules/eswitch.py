@@ -186,31 +186,29 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch import (
+    KEYS,
+    MUTUALLY_EXCLUSIVE,
+    PORTS_ARGV,
+    REQUIRED_ONE_OF,
+    argument_spec,
+    check_netdevs,
+    outcome,
+    owners_of,
+    plan_entry,
+    resolve_device,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import parse_eswitch, parse_port
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_attribute
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
-    fs_root_spec,
     parse_output,
     run_module,
     run_tool,
-    timeout_spec,
 )
 
-KEYS = ("mode", "inline_mode", "encap_mode")
 DEVLINK_OPTION = {"mode": "mode", "inline_mode": "inline-mode", "encap_mode": "encap-mode"}
-_BDF_RE = re.compile(r"^(?:pci/)?(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])$")
-
-
-def handle_of(device):
-    """``03:00.0`` / ``0000:03:00.0`` / ``pci/0000:03:00.0`` -> ``pci/0000:03:00.0``; None when not a PCI address."""
-    match = _BDF_RE.match(device.strip())
-    if not match:
-        return None
-    return "pci/%s:%s" % ((match.group(1) or "0000").lower(), match.group(2).lower())
 
 
 def read_all(runner):
@@ -219,40 +217,13 @@ def read_all(runner):
     return parse_output(parse_eswitch, result, what)["devices"]
 
 
-def resolve_device(device, devices):
-    """The devlink handle of the ``device`` option; a device devlink does not list fails here."""
-    known = ", ".join(sorted(devices)) or "none"
-    handle = handle_of(device)
-    if handle is None:
-        raise ToolError("set eswitch failed: device %r is not a PCI address; give one like 0000:03:00.0 "
-                        "(devlink lists: %s)" % (device, known))
-    if handle not in devices:
-        raise ToolError("set eswitch failed: no devlink device %s on this machine (devlink lists: %s); "
-                        "check the device option" % (handle, known))
-    return handle
-
-
 def resolve_netdevs(runner, netdevs, option, devices):
-    """``[(handle, [netdev, ...])]`` in the order of ``netdevs``, one entry per device (two netdevs of one device
-    set it once). Every netdev is resolved before anything changes: the ones that are no port of a device with an
-    eswitch fail here, all of them named in one message."""
+    """``[(handle, [netdev, ...])]`` in the order of ``netdevs`` (``_eswitch.owners_of``): every netdev is resolved
+    before anything changes."""
     what = "find the device of netdev %s with devlink" % ", ".join(netdevs)
-    result = run_tool(runner, ["devlink", "-j", "port", "show"], what)
+    result = run_tool(runner, list(PORTS_ARGV), what)
     ports = parse_output(parse_port, result, what)["ports"]
-    owners, problems = {}, []
-    for netdev in netdevs:
-        found = sorted({port["device"] for port in ports.values() if port.get("netdev") == netdev})
-        if not found:
-            problems.append("netdev %r is not a port of any devlink device" % netdev)
-        elif found[0] not in devices:
-            problems.append("devlink shows no eswitch for %s (the device of netdev %s)" % (found[0], netdev))
-        else:
-            owners.setdefault(found[0], []).append(netdev)
-    if problems:
-        names = sorted({port["netdev"] for port in ports.values() if port.get("netdev")})
-        raise ToolError("set eswitch failed: %s (devlink ports: %s); check the %s option; nothing was changed"
-                        % ("; ".join(problems), ", ".join(names) or "none", option))
-    return list(owners.items())
+    return owners_of(netdevs, ports, devices, option)
 
 
 def resolve(runner, params, devices):
@@ -333,68 +304,25 @@ def apply(runner, params, plan):
             entry["after"] = after
 
 
-def planned(params, devices, handle, netdevs):
-    before = devices[handle]
-    want = dict(before)
-    for key in KEYS:
-        if params[key] is not None:
-            want[key] = params[key]
-    changed = want != before
-    vfs = bound_vfs(params["fs_root"], handle) if want["mode"] != before["mode"] else []
-    return {"device": handle, "netdevs": netdevs, "before": before, "want": want, "changed": changed,
-            "vf_drivers": vfs, "after": before}
-
-
 def run_eswitch(runner, params, check_mode):
-    if params["netdevs"] is not None and not params["netdevs"]:
-        raise ToolError("set eswitch failed: netdevs is empty; give the uplinks, e.g. [p0, p1]")
+    check_netdevs(params)
     devices = read_all(runner)
-    plan = [planned(params, devices, handle, netdevs) for handle, netdevs in resolve(runner, params, devices)]
+    plan = [plan_entry(params, devices, handle, netdevs, lambda handle: bound_vfs(params["fs_root"], handle))
+            for handle, netdevs in resolve(runner, params, devices)]
     changed = any(entry["changed"] for entry in plan)
     if check_mode:
         for entry in plan:
             entry["after"] = entry["want"]  # check mode: the predicted state
     elif changed:
         apply(runner, params, plan)
-    if params["netdevs"] is None:
-        entry = plan[0]
-        return {
-            "changed": changed,
-            "device": entry["device"],
-            "eswitch": entry["after"],
-            "before": entry["before"],
-            "previous": entry["before"],
-            "vfs": [vf for vf, dummy in entry["vf_drivers"]],
-            "reset_required": "none",
-            "diff": make_diff(entry["before"], entry["want"]),
-        }
-    return {
-        "changed": changed,
-        "eswitches": [{"device": entry["device"], "netdevs": entry["netdevs"], "changed": entry["changed"],
-                       "eswitch": entry["after"], "before": entry["before"],
-                       "vfs": [vf for vf, dummy in entry["vf_drivers"]]} for entry in plan],
-        "before": dict((entry["device"], entry["before"]) for entry in plan),
-        "vfs": [vf for entry in plan for vf, dummy in entry["vf_drivers"]],
-        "reset_required": "none",
-        "diff": make_diff(dict((entry["device"], entry["before"]) for entry in plan),
-                          dict((entry["device"], entry["want"]) for entry in plan)),
-    }
+    return outcome(params, plan, changed)
 
 
 def main():
     module = AnsibleModule(
-        argument_spec={
-            "device": device_spec(),
-            "netdev": {"type": "str"},
-            "netdevs": {"type": "list", "elements": "str"},
-            "mode": {"type": "str", "choices": ["legacy", "switchdev"], "required": True},
-            "inline_mode": {"type": "str", "choices": ["none", "link", "network", "transport"]},
-            "encap_mode": {"type": "str", "choices": ["none", "basic"]},
-            "fs_root": fs_root_spec(),
-            "timeout": timeout_spec(60),
-        },
-        mutually_exclusive=[("device", "netdev", "netdevs")],
-        required_one_of=[("device", "netdev", "netdevs")],
+        argument_spec=argument_spec(),
+        mutually_exclusive=MUTUALLY_EXCLUSIVE,
+        required_one_of=REQUIRED_ONE_OF,
         supports_check_mode=True,
     )
     run_module(module, "set eswitch", ToolRunner,

@@ -173,30 +173,24 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import
     pick_tool,
     read_mst,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._host_restriction import (
+    COMMANDS,
+    FLAGS,
+    argument_spec,
+    check_params,
+    outcome,
+    state_of,
+    wanted_state,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import parse_mlxprivhost_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     parse_output,
     run_module,
     run_tool,
-    timeout_spec,
 )
 
-LEVELS = {"restricted": "RESTRICTED", "privileged": "PRIVILEGED"}
-COMMANDS = {"restricted": "r", "privileged": "p"}
-# What activates each port-function flag (hardware-facts.md section 2, from the MFT mlxprivhost page):
-# the level itself takes effect at once.
-FLAG_RESETS = {
-    "disable_rshim": "power_cycle",
-    "disable_tracer": "firmware_reset",
-    "disable_counter_rd": "firmware_reset",
-    "disable_port_owner": "none",
-}
-FLAGS = tuple(FLAG_RESETS)
 # What mlxprivhost prints when it is run where it cannot change the level (mstflint mlxconfig/mstprivhost.py:
 # a single-host x86 side cannot restrict itself; lifting the restriction works only from the Arm side).
 _WRONG_SIDE = ("cannot restrict itself", "only effective on the ARM side", "Secure host enabled")
@@ -207,38 +201,7 @@ _WRONG_SIDE_HINT = ("; mlxprivhost changes the host level only from the BlueFiel
 def read_state(runner, device, tool="mlxprivhost"):
     what = "query host privilege of %s with %s" % (device, tool)
     result = run_tool(runner, [tool, "-d", device, "q"], what)
-    data = parse_output(parse_mlxprivhost_query, result, what)
-    if data["errors"]:
-        raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
-    if not data["level"]:
-        raise ToolError("%s failed: the query printed no level" % what, result)
-    state = {"level": data["level"]}
-    for flag in FLAGS:
-        value = data["port_functions"].get(flag)
-        if value not in ("TRUE", "FALSE"):
-            raise ToolError("%s failed: '%s' is %r, expected TRUE or FALSE" % (what, flag, value), result)
-        state[flag] = value == "TRUE"
-    return state
-
-
-def wanted_state(params, before):
-    """The level and flags asked for; a flag left unset (null) keeps its value while restricted.
-    ``mlxprivhost p`` clears every flag, so privileged means all flags false."""
-    want = {"level": LEVELS[params["state"]]}
-    for flag in FLAGS:
-        if params["state"] == "privileged":
-            want[flag] = False
-        else:
-            want[flag] = before[flag] if params[flag] is None else params[flag]
-    return want
-
-
-def check_params(params):
-    if params["state"] == "privileged":
-        set_flags = [flag for flag in FLAGS if params[flag]]
-        if set_flags:
-            raise ToolError("set host privilege failed: %s apply only with state=restricted (mlxprivhost p clears "
-                            "every flag); drop them or use state=restricted" % ", ".join(set_flags))
+    return state_of(parse_output(parse_mlxprivhost_query, result, what), what, result)
 
 
 def argv_for(device, params, want, tool="mlxprivhost"):
@@ -267,6 +230,7 @@ def apply(runner, device, argv, want):
 
 
 def run_restriction(runner, params, check_mode):
+    """Read, compare (``_host_restriction.outcome``: in check mode, the predicted state), and write only here."""
     check_params(params)
     tool = pick_tool(runner, "mlxprivhost")  # MFT's, else mstflint's mstprivhost (PCI addresses only)
     device = params["device"]
@@ -276,34 +240,12 @@ def run_restriction(runner, params, check_mode):
         device = only_card(functions, result, pci=tool != "mlxprivhost")
     check_device(tool, device)
     before = read_state(runner, device, tool)
-    want = wanted_state(params, before)
-    changed_flags = [flag for flag in FLAGS if before[flag] != want[flag]]
-    changed = before != want
-    after = want if check_mode and changed else before  # check mode: the predicted state
-    if changed and not check_mode:
+    out = outcome(params, before, device)
+    if out["changed"] and not check_mode:
+        want = wanted_state(params, before)
         after = apply(runner, device, argv_for(device, params, want, tool), want)
-    reset_by = {flag: FLAG_RESETS[flag] for flag in changed_flags}
-    return {
-        "changed": changed,
-        "device": device,
-        "level": after["level"],
-        "previous_level": before["level"],
-        "port_functions": {flag: after[flag] for flag in FLAGS},
-        "reset_required": largest(reset_by.values()),
-        "reset_required_by": reset_by,
-        "diff": make_diff(before, want if changed else before),
-    }
-
-
-def argument_spec():
-    spec = {
-        "state": {"type": "str", "choices": list(LEVELS), "required": True},
-        "device": device_spec(),
-        "timeout": timeout_spec(120),
-    }
-    for flag in FLAGS:
-        spec[flag] = {"type": "bool"}
-    return spec
+        out.update(level=after["level"], port_functions={flag: after[flag] for flag in FLAGS})
+    return out
 
 
 def main():

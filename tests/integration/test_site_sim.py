@@ -90,7 +90,10 @@ KNOWN_READS = {"Read what the node runs (step 'read versions')": "The node has a
 
 NO_OP_SKIPS = ("Apply the lossless RoCE settings on every RoCE netdev (runtime only, lost on reboot)",
                "Write the boot-time unit, its settings and the script that applies them",
-               "Write the ruleset (checked with nft -c first)")
+               "Write the ruleset (checked with nft -c first)",
+               "Check that each uplink's device has an eswitch",
+               "Set the eswitch mode of each uplink's device",
+               "Set the host privilege level and flags (mlxprivhost)")
 
 
 def test_site_converges_and_second_run_changes_nothing(sim_inventory, collection_link):
@@ -105,7 +108,8 @@ def test_site_converges_and_second_run_changes_nothing(sim_inventory, collection
     second = run_playbook("site.yml", sim_inventory, "-e", "bluefleet_validate=false")
     assert changed_count(second) == 0, second["stdout"][-4000:]
     # Nothing touched a node after preflight's read in this run: it answers the RoCE QoS, boot files and firewall
-    # ruleset checks (test_fabric_plan_sim and test_firewall_sim break one by hand).
+    # ruleset checks, the eswitch check and the host restriction (test_fabric_plan_sim, test_firewall_sim and
+    # test_dpu_plan_sim break one thing by hand).
     for task in NO_OP_SKIPS:
         assert ran(second, task) == [], "%s ran on a node whose read answered it" % task
     check = run_playbook("site.yml", sim_inventory, "--check", "--diff", "-e", "bluefleet_validate=false")

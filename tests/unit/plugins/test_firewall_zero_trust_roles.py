@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.bluefleet.dpu.plugins.filter.firewall import firewall_ruleset
-from ansible_collections.bluefleet.dpu.plugins.modules import host_restriction
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _host_restriction as host_restriction
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -40,7 +40,7 @@ def test_zero_trust_flags_are_the_module_options():
     flags = sorted(k[len("zero_trust_"):] for k in defaults if k.startswith("zero_trust_disable_"))
     assert flags == sorted(host_restriction.FLAGS)
     tasks = _load("roles", "zero_trust", "tasks", "restrict.yml")
-    args = tasks[0]["bluefleet.dpu.host_restriction"]
+    args = next(task for task in tasks if "bluefleet.dpu.host_restriction" in task)["bluefleet.dpu.host_restriction"]
     assert sorted(k for k in args if k.startswith("disable_")) == flags
     choices = _load("roles", "zero_trust", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"][
         "zero_trust_host_level"]["choices"]

@@ -2,8 +2,8 @@
 
 ``fake_runner(answers, missing=())``: a stand-in for ``_runner.ToolRunner`` that answers each argv
 from ``answers`` (``{tuple(argv): (rc, stdout, stderr) or a CommandResult}``), reports the programs
-in ``missing`` as not installed (rc 127, like the real runner) and fails the test on any argv it was
-not told about.
+in ``missing`` as not installed (rc 127, like the real runner; ``which`` finds every other program) and
+fails the test on any argv it was not told about.
 ``fixture_text(kind, name)``: the tool output of a parser fixture. (A module of its own, not the
 conftest, so ``import fake_tools`` cannot pick up another folder's conftest.)
 """
@@ -29,6 +29,9 @@ class FakeRunner:
         self.answers = {tuple(k): v for k, v in answers.items()}
         self.missing = set(missing)
         self.cmd = []
+
+    def which(self, program):
+        return None if program in self.missing else "/usr/bin/" + program
 
     def run(self, argv, timeout=None):
         self.cmd.append(list(argv))

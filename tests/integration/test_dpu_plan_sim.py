@@ -1,0 +1,119 @@
+"""The zero-trust and switchdev stages answer their modules' checks from preflight's read of each DPU (dpu_info's
+sections privilege and eswitch with its devlink ports; filters bluefleet.dpu.restriction_plan and
+bluefleet.dpu.eswitch_plan): a DPU that holds everything runs neither host_restriction nor eswitch, and one thing
+broken by hand on one DPU brings back exactly that module on exactly that DPU, which puts it right. A netdev the read
+does not place still stops the run at the eswitch check, before mlnx-bf.conf or the driver is touched.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import make_sim_inventory, run_playbook, twin_tool
+
+DPUS = ["sim01-dpu", "sim02-dpu"]
+NO_VALIDATE = ("-e", "bluefleet_validate=false")
+CARD = "/dev/mst/mt41692_pciconf0"
+
+RESTRICTION_PLAN = ("Compare the host restriction with preflight's read of the card (the module runs only where it "
+                    "differs)")
+RESTRICT = "Set the host privilege level and flags (mlxprivhost)"
+KEEP = "Keep the reset the flags need as zero_trust_reset_required"
+REPORT = "Report the reset the changed flags need (this stage applies none)"
+
+ESWITCH_PLAN = ("Compare the eswitch of each uplink's device with preflight's read of the node (the check runs where "
+                "it cannot)")
+CHECK = "Check that each uplink's device has an eswitch"
+SET = "Set the eswitch mode of each uplink's device"
+IPSEC = "Set IPSEC_FULL_OFFLOAD in mlnx-bf.conf"
+
+
+def events(run, task):
+    return [e for e in run["events"] if e.get("event") in ("runner_on_ok", "runner_on_failed")
+            and e["event_data"].get("task") == task]
+
+
+def ran(run, task):
+    """Hosts on which ``task`` ran (not skipped), and those where it changed something."""
+    found = events(run, task)
+    return (sorted(e["event_data"]["host"] for e in found),
+            sorted(e["event_data"]["host"] for e in found if e["event_data"]["res"].get("changed")))
+
+
+def level(root):
+    out = twin_tool(root, "mlxprivhost", "-d", CARD, "q")
+    assert out.returncode == 0, out.stderr
+    return next(line.split(":", 1)[1].strip() for line in out.stdout.splitlines() if line.startswith("level"))
+
+
+def modes(root):
+    out = twin_tool(root, "devlink", "-j", "dev", "eswitch", "show")
+    assert out.returncode == 0, out.stderr
+    return {handle: attrs["mode"] for handle, attrs in json.loads(out.stdout)["dev"].items()}
+
+
+def test_zero_trust_runs_host_restriction_only_where_the_read_differs(tmp_path, collection_link):
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=2)
+    state = inventory.parent / "state"
+    args = ("--tags", "preflight,zero_trust", "-e", "zero_trust_disable_port_owner=true") + NO_VALIDATE
+    first = run_playbook("site.yml", inventory, *args)
+    assert ran(first, RESTRICT) == (DPUS, DPUS)
+
+    # A no-op: the read answers on both DPUs; the facts come from the plan.
+    second = run_playbook("site.yml", inventory, *args)
+    assert ran(second, RESTRICTION_PLAN)[0] == DPUS and ran(second, RESTRICT) == ([], [])
+    assert not (second["stats"].get("changed") or {}), second["stdout"][-3000:]
+    for event in events(second, KEEP):
+        facts = event["event_data"]["res"]["ansible_facts"]
+        assert facts["zero_trust_host_restriction"] == "RESTRICTED" and facts["zero_trust_reset_required"] == "none"
+    assert ran(second, REPORT) == ([], [])
+
+    # The host privileged again by hand on one DPU: host_restriction runs there alone and restricts it again.
+    dpu = state / "sim02-dpu"
+    assert twin_tool(dpu, "mlxprivhost", "-d", CARD, "p").returncode == 0
+    assert level(dpu) == "PRIVILEGED"
+    third = run_playbook("site.yml", inventory, *args)
+    assert ran(third, RESTRICT) == (["sim02-dpu"], ["sim02-dpu"])
+    assert level(dpu) == "RESTRICTED" and level(state / "sim01-dpu") == "RESTRICTED"
+
+    # A flag asked that the cards do not have: the read says so on both, the module runs on both, and the report
+    # (from the module's result) names the reset it needs.
+    tracer = run_playbook("site.yml", inventory, *args, "-e", "zero_trust_disable_tracer=true")
+    assert ran(tracer, RESTRICT) == (DPUS, DPUS)
+    assert ran(tracer, REPORT)[0] == DPUS
+
+
+def test_switchdev_checks_and_sets_the_eswitch_only_where_the_read_differs(tmp_path, collection_link):
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=2)
+    state = inventory.parent / "state"
+    args = ("--tags", "preflight,switchdev") + NO_VALIDATE
+    first = run_playbook("site.yml", inventory, *args)
+    assert ran(first, IPSEC)[1] == DPUS, "the first run switches IPsec full offload on (a driver restart)"
+    assert ran(first, CHECK) == ([], []), "the read placed every uplink: no check module"
+    assert ran(first, SET)[0] == DPUS, "the driver restart resets the eswitch: the set runs"
+
+    # A no-op: neither the check nor the set runs on either DPU.
+    second = run_playbook("site.yml", inventory, *args)
+    assert ran(second, ESWITCH_PLAN)[0] == DPUS
+    assert ran(second, CHECK) == ([], []) and ran(second, SET) == ([], [])
+    assert not (second["stats"].get("changed") or {}), second["stdout"][-3000:]
+
+    # One device put in legacy mode by hand: the read says so; the set runs on that DPU alone and puts it back.
+    dpu = state / "sim01-dpu"
+    assert twin_tool(dpu, "devlink", "dev", "eswitch", "set", "pci/0000:03:00.1", "mode", "legacy").returncode == 0
+    third = run_playbook("site.yml", inventory, *args)
+    assert ran(third, CHECK) == ([], []) and ran(third, SET) == (["sim01-dpu"], ["sim01-dpu"])
+    assert set(modes(dpu).values()) == {"switchdev"}
+
+    # A netdev that is no uplink: the read does not place it, the check module runs and stops the run there.
+    conf = (state / "sim02-dpu" / "etc" / "mellanox" / "mlnx-bf.conf").read_text()
+    extra = tmp_path / "netdevs.yml"
+    extra.write_text("switchdev_netdevs: [p0, ens9]\n")
+    bad = run_playbook("site.yml", inventory, *args, "-e", "@%s" % extra, check=False)
+    assert bad["rc"] != 0, bad["stdout"][-3000:]
+    failed = events(bad, CHECK)
+    assert sorted(e["event_data"]["host"] for e in failed if e["event"] == "runner_on_failed") == DPUS, \
+        bad["stdout"][-3000:]
+    assert all("netdev 'ens9' is not a port of any devlink device" in e["event_data"]["res"]["msg"] for e in failed)
+    assert ran(bad, IPSEC) == ([], []) and ran(bad, SET) == ([], [])
+    assert (state / "sim02-dpu" / "etc" / "mellanox" / "mlnx-bf.conf").read_text() == conf
