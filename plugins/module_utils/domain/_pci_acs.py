@@ -4,8 +4,8 @@
 the module ``pci_acs`` (its read and plan), ``gpu_info`` (section ``acs``: preflight's read) and the filter
 ``bluefleet.dpu.acs_plan`` (pci_acs's check, worked out on the controller from that read).
 
-- ``read_acs(runner)``: every PCI device of ``lspci -D -vvv`` by its full slot; ``acs_view(devices)`` only what the
-  plan compares (each device's ``class`` and ``acs``), the part of the read gpu_info keeps.
+- ``read_acs(runner)``: every PCI device of ``lspci -D -vvv`` by its full slot (``devices_of`` its output);
+  ``acs_view(devices)`` only what the plan compares (each device's ``class`` and ``acs``), what gpu_info keeps.
 - ``read_unit(path)``: the unit file's text as pci_acs compares it (None when missing); ``unit_text(slots,
   setpci)`` the unit pci_acs writes.
 - ``targets(devices, wanted)``: the bridges to manage (O(bridges), or every PCI bridge with ACS); a named device
@@ -42,10 +42,17 @@ def slot_of(text):
     return text if text.count(":") == 2 else "0000:" + text
 
 
-def read_acs(runner):
-    what = "read the ACS control of the PCI bridges with lspci -D -vvv"
-    devices = parse_output(parse_lspci, run_tool(runner, LSPCI, what), what)["devices"]
+LSPCI_WHAT = "read the ACS control of the PCI bridges with lspci -D -vvv"
+
+
+def devices_of(result):
+    """Slot -> device of the ``lspci -D -vvv`` output in ``result``; ToolError when it cannot be parsed."""
+    devices = parse_output(parse_lspci, result, LSPCI_WHAT)["devices"]
     return {slot_of(d["slot"]): d for d in devices}
+
+
+def read_acs(runner):
+    return devices_of(run_tool(runner, LSPCI, LSPCI_WHAT))
 
 
 def acs_view(devices):
