@@ -284,8 +284,8 @@ def plan_from_read(section, params):
         return unanswered("the read was made for netdevs %s and address %r, not %s and %r" % (
             section["asked"]["netdevs"], section["asked"]["address"], asked, params.get("address") or ""))
     if params["fs_root"] != section["asked"]["fs_root"] or params["port"] != section["asked"]["port"]:
-        return unanswered("the read was made under %s, port %d" % (section["asked"]["fs_root"],
-                                                                    section["asked"]["port"]))
+        return unanswered("the read was made under %s, port %d" % (
+            section["asked"]["fs_root"], section["asked"]["port"]))
     want = desired_state(params)
     changes = []
     for name in dict.fromkeys(section["rdma"]["netdevs"]):

@@ -181,8 +181,8 @@ ACS_STATES = {
     "unit edited by hand": ({"unit": "[Unit]\nDescription=mine\n"}, {}),
     "unit missing, persist false": ({"unit": None}, {"persist": False}),
     "one bridge on, persist false": ({"lspci": ACS_ONE_ON}, {"persist": False}),
-    "only the bridge that is off asked": ({"lspci": ACS_ONE_ON, "unit": None}, {"bridges": ["00:01.1"],
-                                                                              "persist": False}),
+    "only the bridge that is off asked": ({"lspci": ACS_ONE_ON, "unit": None},
+                                          {"bridges": ["00:01.1"], "persist": False}),
     "only the bridge that is on asked": ({"lspci": ACS_ONE_ON}, {"bridges": ["0000:00:01.2"]}),
     "unit for both, one bridge asked": ({}, {"bridges": ["00:01.1"]}),
 }
