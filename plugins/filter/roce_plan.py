@@ -14,8 +14,7 @@ answer says why and the playbook runs roce_qos, which reads the node itself.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import plain, stale_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import module_params, stale_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import (
     argument_spec,
     check_input,
@@ -33,11 +32,9 @@ def roce_plan(read, options, changed_at=None, reset=False):
     why = stale_reason(read, changed_at, reset)
     if why:
         return {"answered": False, "in_state": False, "why": why}
-    validated = ArgumentSpecValidator(argument_spec()).validate(plain(options))
-    if validated.error_messages:
-        return {"answered": False, "in_state": False,
-                "why": "roce_qos refuses the options: %s" % "; ".join(validated.error_messages)}
-    params = validated.validated_parameters
+    params, refused = module_params(argument_spec(), options, "roce_qos")
+    if refused:
+        return {"answered": False, "in_state": False, "why": refused}
     try:
         check_input(params, netdevs_of(params))
     except ToolError as exc:

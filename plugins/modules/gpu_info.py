@@ -10,8 +10,11 @@ version_added: 0.1.0
 description:
   - GPUs with driver and CUDA version and persistence mode (C(nvidia-smi)), the GPU-NIC topology
     matrix and, per GPU, the closest NIC (C(nvidia-smi topo -m)), and whether C(nvidia_peermem) is
-    loaded (C(lsmod)) and registered with the kernel's peer-memory interface
-    (C(/sys/kernel/mm/memory_peers/nv_mem/version)).
+    loaded (C(lsmod)), registered with the kernel's peer-memory interface
+    (C(/sys/kernel/mm/memory_peers/nv_mem/version)) and listed in
+    C(/etc/modules-load.d/nvidia-peermem.conf).
+  - On request (section C(acs)), the PCIe ACS Control of every PCI bridge and the boot-time ACS unit, read as
+    M(bluefleet.dpu.pci_acs) reads them.
   - Read-only. Each command runs once; every command run is returned in RV(cmd).
   - A tool that is not installed is reported in RV(tools_missing) and in its section
     (C(available=false) with the reason), not as a failure. A machine without GPUs returns an empty
@@ -23,12 +26,25 @@ options:
   filter:
     description:
       - Sections to gather. C(gpus) GPUs, driver and CUDA version, persistence mode. C(topology) the
-        C(nvidia-smi topo -m) matrix and the closest NIC of each GPU. C(peermem) nvidia_peermem loaded
-        and registered. C(tool_versions) the version of each tool used.
+        C(nvidia-smi topo -m) matrix and the closest NIC of each GPU. C(peermem) nvidia_peermem loaded,
+        registered and listed in the modules-load.d file (under O(files_root)), as M(bluefleet.dpu.peermem)
+        reads them. C(tool_versions) the version of each tool used.
+      - C(acs) the ACS Control of every PCI device with the ACS capability (C(lspci -D -vvv)) and the unit
+        C(/etc/systemd/system/bluefleet-pci-acs.service) under O(files_root), as M(bluefleet.dpu.pci_acs)
+        reads them, so that the filter P(bluefleet.dpu.acs_plan#filter) answers pci_acs's check from this read.
+        An lspci that is missing, fails or prints what the parser cannot read makes the section unavailable;
+        the task does not fail. Not in the default; give it by name.
     type: list
     elements: str
-    choices: [gpus, topology, peermem, tool_versions]
+    choices: [gpus, topology, peermem, tool_versions, acs]
     default: [gpus, topology, peermem, tool_versions]
+  files_root:
+    description:
+      - The directory that stands for C(/) for the files the roles write that the sections C(peermem)
+        (C(/etc/modules-load.d/nvidia-peermem.conf)) and C(acs) (the unit) read - M(bluefleet.dpu.peermem)'s
+        and M(bluefleet.dpu.pci_acs)' O(bluefleet.dpu.pci_acs#module:fs_root).
+      - Defaults to O(fs_root), under which the sections read C(/sys).
+    type: path
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
@@ -121,15 +137,35 @@ topology:
       type: dict
 peermem:
   description: >-
-    C(available) (false with C(reason) when lsmod is missing; C(registered) and C(version) are still
-    read), C(loaded) (nvidia_peermem in lsmod), C(registered) (the nv_mem version file exists),
-    C(version) (its content, stripped; null when absent) and C(sysfs_path) (the file read).
+    C(available) (false with C(reason) when lsmod is missing; C(registered), C(version) and C(persistent)
+    are still read), C(loaded) (nvidia_peermem in lsmod), C(registered) (the nv_mem version file exists),
+    C(version) (its content, stripped; null when absent), C(sysfs_path) (the file read) and C(sysfs_root)
+    (the O(fs_root) it was read under), C(persistent) (the modules-load.d file lists the module; null with
+    C(conf_error) when the file could not be read), C(conf_path) and C(conf_root) (the O(files_root) it was
+    read under).
   returned: when C(peermem) is in O(filter)
   type: dict
+  sample: {"available": true, "loaded": true, "registered": true, "version": "1.1",
+           "sysfs_path": "/sys/kernel/mm/memory_peers/nv_mem/version", "sysfs_root": "/", "persistent": true,
+           "conf_path": "/etc/modules-load.d/nvidia-peermem.conf", "conf_root": "/"}
+acs:
+  description: >-
+    C(available) (false with C(reason) when lspci is missing, fails or cannot be parsed), C(devices) (full PCI
+    slot to C(class) and C(acs), the ACS capability as the lspci parser reads it - C(ctl) flags and C(ctl_word);
+    null without the capability), C(root) (the O(files_root) the unit was read under), C(unit_path) and C(unit)
+    (its text, null when missing; C(unit_error) when it could not be read).
+  returned: when C(acs) is in O(filter)
+  type: dict
+read_at:
+  description: When the read began, in seconds since the epoch by the node's clock. A bluefleet module that changes
+    the node later sets the fact C(bluefleet_changed_at) to a later time, which tells a play that this read no longer
+    holds.
+  returned: always
+  type: float
 tool_versions:
   description: >-
     Tool -> version text. C(nvidia-smi) is the NVIDIA-SMI version printed in the header of its table
-    (no extra command); C(lsmod) is null (it is not asked for a version).
+    (no extra command); C(lsmod) and C(lspci) are null (they are not asked for a version).
   returned: when C(tool_versions) is in O(filter)
   type: dict
 tools_missing:
@@ -144,9 +180,24 @@ cmd:
   elements: list
 """
 
-import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._pci_acs import (
+    LSPCI,
+    LSPCI_WHAT,
+    UNIT,
+    acs_view,
+    devices_of,
+    read_unit,
+)
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._peermem import (
+    CONF,
+    MODULE,
+    conf_lists_module,
+    path_under,
+    read_registration,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lsmod import PARSERS as LSMOD_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nvidia_smi import PARSERS as NVIDIA_SMI_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
@@ -159,12 +210,12 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     unavailable,
 )
 
-SECTIONS = ("gpus", "topology", "peermem", "tool_versions")
+SECTIONS = ("gpus", "topology", "peermem", "tool_versions", "acs")
+# acs is asked for by name: the default stays what it was before the section existed.
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "acs")
 
 # nvidia-smi topo legend, nearest first (corpus/nvidia-smi/topo-mp-L40S-10nics.txt).
 LINK_RANK = ("PIX", "PXB", "PHB", "NODE", "SYS")
-
-PEERMEM_VERSION_FILE = ("sys", "kernel", "mm", "memory_peers", "nv_mem", "version")
 
 # nvidia-smi on a machine without a GPU prints this and exits non-zero. Not in the corpus: the
 # sentence as the driver prints it, matched as a substring.
@@ -190,10 +241,11 @@ def closest_nics(topo):
 
 
 class GpuInfo(ToolReader):
-    def __init__(self, runner, sections, fs_root="/"):
+    def __init__(self, runner, sections, fs_root="/", files_root=None):
         super().__init__(runner)
         self.sections = set(sections)
         self.fs_root = fs_root
+        self.files_root = files_root or fs_root
         self.smi_version = None
 
     def gpus(self):
@@ -228,27 +280,46 @@ class GpuInfo(ToolReader):
                 "closest_nic": closest_nics(topo)}
 
     def peermem(self):
-        path = os.path.join(self.fs_root, *PEERMEM_VERSION_FILE)
-        version = None
-        registered = os.path.isfile(path)
-        if registered:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    version = fh.read().strip()
-            except OSError as exc:
-                raise ToolError("read %s failed: %s" % (path, exc)) from exc
-        out = {"registered": registered, "version": version, "sysfs_path": path}
+        """peermem's read (module_utils.domain._peermem); lsmod missing leaves ``loaded`` null, an unreadable
+        modules-load.d file ``persistent`` null with ``conf_error``."""
+        registered, version, path = read_registration(self.fs_root)
+        conf = path_under(self.files_root, CONF)
+        out = {"registered": registered, "version": version, "sysfs_path": path, "sysfs_root": self.fs_root,
+               "conf_path": conf, "conf_root": self.files_root}
+        try:
+            out["persistent"] = conf_lists_module(conf)
+        except ToolError as exc:
+            out.update({"persistent": None, "conf_error": exc.msg})
         result = self.run(["lsmod"], "list kernel modules with lsmod")
         if result is None:
             out.update({"available": False, "reason": "lsmod not found on PATH", "loaded": None})
             return out
         modules = self.parse(LSMOD_PARSERS, "lsmod", result, "lsmod")["modules"]
-        out.update({"available": True, "loaded": "nvidia_peermem" in modules})
+        out.update({"available": True, "loaded": MODULE in modules})
+        return out
+
+    def acs(self):
+        """pci_acs's read (module_utils.domain._pci_acs): the ACS capability of every device and the unit; a
+        failed lspci makes the section unavailable, an unreadable unit sets ``unit_error``."""
+        unit_path = path_under(self.files_root, UNIT)
+        out = {"root": self.files_root, "unit_path": unit_path}
+        try:
+            out["unit"] = read_unit(unit_path)
+        except ToolError as exc:
+            out.update({"unit": None, "unit_error": exc.msg})
+        try:
+            result = self.run(LSPCI, LSPCI_WHAT)
+            if result is None:
+                return dict(out, **unavailable("lspci not found on PATH"))
+            out["devices"] = acs_view(devices_of(result))
+        except ToolError as exc:
+            return dict(out, **unavailable(exc.msg))
+        out["available"] = True
         return out
 
     def gather(self):
         want = self.sections
-        out = {"changed": False, "filter": [s for s in SECTIONS if s in want]}
+        out = {"changed": False, "filter": [s for s in SECTIONS if s in want], "read_at": time.time()}
         gpus = self.gpus() if "gpus" in want else None
         topo = self.topology() if "topology" in want else None
         if gpus is not None:
@@ -264,12 +335,16 @@ class GpuInfo(ToolReader):
             out["topology"] = topo
         if "peermem" in want:
             out["peermem"] = self.peermem()
+        if "acs" in want:
+            out["acs"] = self.acs()
         if "tool_versions" in want:
             versions = {}
             if "nvidia-smi" not in self.missing and (gpus is not None or topo is not None):
                 versions["nvidia-smi"] = self.smi_version
             if "peermem" in want and "lsmod" not in self.missing:
                 versions["lsmod"] = None
+            if "acs" in want and "lspci" not in self.missing:
+                versions["lspci"] = None
             out["tool_versions"] = versions
         out["tools_missing"] = list(self.missing)
         out["cmd"] = [list(argv) for argv in self.runner.cmd]
@@ -278,8 +353,9 @@ class GpuInfo(ToolReader):
 
 def argument_spec():
     return {
-        "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(SECTIONS)},
+        "filter": {"type": "list", "elements": "str", "choices": list(SECTIONS), "default": list(DEFAULT_SECTIONS)},
         "fs_root": fs_root_spec(),
+        "files_root": {"type": "path"},
         "timeout": timeout_spec(120),
     }
 
@@ -290,7 +366,7 @@ def main():
     if problem:
         module.fail_json(msg=problem)
     runner = ToolRunner(timeout=module.params["timeout"])
-    info = GpuInfo(runner, module.params["filter"], module.params["fs_root"])
+    info = GpuInfo(runner, module.params["filter"], module.params["fs_root"], module.params["files_root"])
     try:
         result = info.gather()
     except ToolError as exc:

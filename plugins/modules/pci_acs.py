@@ -113,54 +113,20 @@ tool_version:
   type: str
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lspci import parse_lspci
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._pci_acs import (
+    REGISTER,
+    argument_spec,
+    plan,
+    read_acs,
+    read_unit,
+    unit_path_of,
+    words,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
-    ToolError,
-    fs_root_spec,
-    parse_output,
-    run_module,
-    run_tool,
-    timeout_spec,
-)
-
-UNIT = ("etc", "systemd", "system", "bluefleet-pci-acs.service")
-REGISTER = "ECAP_ACS+6.w"
-
-
-def _slot(text):
-    text = text.strip().lower()
-    return text if text.count(":") == 2 else "0000:" + text
-
-
-def read_acs(runner):
-    what = "read the ACS control of the PCI bridges with lspci -D -vvv"
-    devices = parse_output(parse_lspci, run_tool(runner, ["lspci", "-D", "-vvv"], what), what)["devices"]
-    return {_slot(d["slot"]): d for d in devices}
-
-
-def unit_text(slots, setpci):
-    lines = ["# Managed by bluefleet.dpu.pci_acs: PCIe ACS off on the bridges between GPUs and NICs (GPUDirect RDMA)",
-             "[Unit]", "Description=Disable PCIe ACS on the GPU and NIC bridges", "After=sysinit.target", "",
-             "[Service]", "Type=oneshot", "RemainAfterExit=yes"]
-    lines += ["ExecStart=%s -s %s %s=0000" % (setpci, slot, REGISTER) for slot in slots]
-    lines += ["", "[Install]", "WantedBy=multi-user.target"]
-    return "\n".join(lines) + "\n"
-
-
-def _read_file(path):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ToolError("read %s failed: %s" % (path, exc)) from exc
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError, run_module, run_tool
 
 
 def _write_file(path, text):
@@ -170,33 +136,12 @@ def _write_file(path, text):
         raise ToolError("write %s failed: %s" % (path, exc)) from exc
 
 
-def targets(devices, wanted):
-    with_acs = {s: d for s, d in devices.items() if d.get("acs") and d["acs"].get("ctl") is not None}
-    bridges = {s: d for s, d in with_acs.items() if d["class"] == "PCI bridge"}
-    if not wanted:
-        return sorted(bridges)
-    out = []
-    for name in wanted:
-        slot = _slot(name)
-        if slot not in devices:
-            raise ToolError("disable PCIe ACS failed: %s is not a PCI device of this host (bridges with ACS: %s)"
-                            % (name, ", ".join(sorted(bridges)) or "none"))
-        if slot not in bridges:
-            raise ToolError("disable PCIe ACS failed: %s (%s) is not a PCI bridge with ACS"
-                            % (name, devices[slot]["class"]))
-        out.append(slot)
-    return sorted(set(out))
-
-
 def run_acs(runner, params, check_mode):
     devices = read_acs(runner)
-    slots = targets(devices, params["bridges"])
-    before = {s: "%04x" % devices[s]["acs"]["ctl_word"] for s in slots}
-    to_write = [s for s in slots if before[s] != "0000"]
-    unit_path = os.path.join(params["fs_root"], *UNIT) if params["persist"] else None
-    unit_before = _read_file(unit_path) if unit_path else None
-    unit_after = unit_text(slots, params["setpci_path"]) if unit_path else None
-    unit_change = unit_path is not None and unit_before != unit_after
+    unit_path = unit_path_of(params)
+    p = plan(devices, params, read_unit(unit_path) if unit_path else None)
+    slots, before, to_write = p["slots"], p["before"], p["to_write"]
+    unit_before, unit_after, unit_change = p["unit_before"], p["unit_after"], p["unit_change"]
     after = before
     if (to_write or unit_change) and not check_mode:
         for slot in to_write:
@@ -204,8 +149,7 @@ def run_acs(runner, params, check_mode):
                      "disable PCIe ACS on %s with setpci" % slot, hint="; run it as root on the GPU host")
         if unit_change:
             _write_file(unit_path, unit_after)
-        devices = read_acs(runner)
-        after = {s: "%04x" % devices[s]["acs"]["ctl_word"] for s in slots if devices.get(s, {}).get("acs")}
+        after = words(read_acs(runner), slots)
         left = sorted(s for s in slots if after.get(s) != "0000")
         if left:
             raise ToolError("disable PCIe ACS failed: ACS control still on after setpci on %s (%s)"
@@ -215,16 +159,6 @@ def run_acs(runner, params, check_mode):
                      {"acs_ctl": wanted_view, "unit": unit_after if unit_path else ""})
     return {"changed": bool(to_write or unit_change), "bridges": wanted_view if check_mode and to_write else after,
             "changed_bridges": to_write, "unit_path": unit_path, "reset_required": "none", "diff": diff}
-
-
-def argument_spec():
-    return {
-        "bridges": {"type": "list", "elements": "str", "default": []},
-        "persist": {"type": "bool", "default": True},
-        "setpci_path": {"type": "path", "default": "/usr/bin/setpci"},
-        "fs_root": fs_root_spec(),
-        "timeout": timeout_spec(60),
-    }
 
 
 def main():

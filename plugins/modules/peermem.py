@@ -125,75 +125,26 @@ tool_version:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lsmod import parse_lsmod
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._peermem import (
+    CONF_TEXT,
+    MODULE,
+    argument_spec,
+    plan,
+    read_state,
+    view,
+    wanted,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
-    ToolError,
-    fs_root_spec,
-    parse_output,
-    run_module,
-    run_tool,
-    timeout_spec,
-)
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError, run_module
 
-MODULE = "nvidia_peermem"
-CONF = ("etc", "modules-load.d", "nvidia-peermem.conf")
-SYSFS = ("sys", "kernel", "mm", "memory_peers", "nv_mem", "version")
-CONF_TEXT = "# Managed by bluefleet.dpu.peermem: GPUDirect RDMA peer memory for the NVIDIA GPUs\n%s\n" % MODULE
 EINVAL_HINT = ("; nvidia_peermem was refused with EINVAL: the NVIDIA driver was most likely built against another "
                "MOFED/DOCA-OFED than the one running (a driver or OFED change without a rebuild). Fix: reinstall or "
                "rebuild the NVIDIA driver after MOFED/DOCA-OFED (bring-up order: OFED, GPU driver, nvidia_peermem), "
                "then reboot or reload the driver and run this again")
 MISSING_HINT = ("; the NVIDIA driver package that ships nvidia_peermem (driver >= 470 with MOFED/DOCA-OFED "
                 "installed first) is needed")
-
-
-def _path(fs_root, parts):
-    return os.path.join(fs_root, *parts)
-
-
-def conf_lists_module(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = [line.split("#", 1)[0].strip() for line in fh]
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise ToolError("read %s failed: %s" % (path, exc)) from exc
-    return any(line.replace("-", "_") == MODULE for line in lines)
-
-
-def read_state(runner, fs_root, sysfs_root=None):
-    what = "list kernel modules with lsmod"
-    result = run_tool(runner, ["lsmod"], what)
-    modules = parse_output(parse_lsmod, result, what)["modules"]
-    sysfs = _path(sysfs_root or fs_root, SYSFS)
-    version = None
-    if os.path.isfile(sysfs):
-        with open(sysfs, encoding="utf-8", errors="replace") as fh:
-            version = fh.read().strip()
-    conf = _path(fs_root, CONF)
-    return {"loaded": MODULE in modules, "registered": os.path.isfile(sysfs), "version": version,
-            "persistent": conf_lists_module(conf), "conf_path": conf, "sysfs_path": sysfs}
-
-
-def plan(before, state, persist):
-    actions = []
-    if state == "present":
-        if not before["loaded"]:
-            actions.append("load")
-        elif not before["registered"]:
-            actions.append("reload")
-        if persist and not before["persistent"]:
-            actions.append("persist")
-    else:
-        if before["loaded"]:
-            actions.append("unload")
-        if before["persistent"]:
-            actions.append("unpersist")
-    return actions
 
 
 def modprobe(runner, remove=False):
@@ -233,48 +184,30 @@ def apply(runner, actions, before):
                 raise ToolError("remove %s failed: %s" % (before["conf_path"], exc)) from exc
 
 
-def _view(st):
-    return {"loaded": st["loaded"], "registered": st["registered"], "persistent": st["persistent"]}
-
-
 def run_peermem(runner, params, check_mode):
     fs_root = params["fs_root"]
     sysfs_root = params.get("sysfs_root") or fs_root
     before = read_state(runner, fs_root, sysfs_root)
     actions = plan(before, params["state"], params["persist"])
-    if params["state"] == "present":
-        wanted = {"loaded": True, "registered": True,
-                  "persistent": True if params["persist"] else before["persistent"]}
-    else:
-        wanted = {"loaded": False, "registered": False, "persistent": False}
-    after = dict(before, **wanted) if check_mode and actions else before  # check mode: the predicted state
+    want = wanted(before, params)
+    after = dict(before, **want) if check_mode and actions else before  # check mode: the predicted state
     if actions and not check_mode:
         apply(runner, actions, before)
         after = read_state(runner, fs_root, sysfs_root)
-        if _view(after) != wanted:
+        if view(after) != want:
             if params["state"] == "present" and after["loaded"] and not after["registered"]:
                 reason = ("%s is loaded but %s does not exist: NCCL would say 'GPU Direct RDMA Disabled'; check "
                           "dmesg, and that the NVIDIA driver was built against the running MOFED/DOCA-OFED"
                           % (MODULE, after["sysfs_path"]))
             else:
-                reason = "read back %r, expected %r" % (_view(after), wanted)
+                reason = "read back %r, expected %r" % (view(after), want)
             raise ToolError("set %s %s failed: %s" % (MODULE, params["state"], reason))
     return {
         "changed": bool(actions),
         "actions": actions,
         "peermem": after,
         "reset_required": "none",
-        "diff": make_diff(_view(before), wanted if actions else _view(before)),
-    }
-
-
-def argument_spec():
-    return {
-        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        "persist": {"type": "bool", "default": True},
-        "fs_root": fs_root_spec(),
-        "sysfs_root": {"type": "path"},
-        "timeout": timeout_spec(60),
+        "diff": make_diff(view(before), want if actions else view(before)),
     }
 
 

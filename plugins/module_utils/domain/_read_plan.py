@@ -14,6 +14,8 @@ run (preflight's ``dpu_info``) answers their checks. That read holds only while 
   the keys set to ``omit`` left out as Ansible leaves them out of the module's arguments.
 - ``files_changes(section, files, links, root)``: the paths the ``files`` module would write, from dpu_info's
   ``files`` section, or a reason (str) when the section does not answer (not read, another root, a path not read).
+- ``plain(value)``: the templar's containers and strings as plain data; ``module_params(spec, options, label)``
+  the options as the module's argument spec (``spec``) validates them, or why the module would refuse them.
 
 Pure: data in, data out; no I/O, no AnsibleModule.
 """
@@ -23,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import os
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import octal_mode
 
 
@@ -49,8 +53,9 @@ def plain(value):
 def stale_reason(read, changed_at=None, reset=False):
     """Why ``read`` no longer holds (see the module docstring), or None."""
     if not isinstance(read, dict) or read.get("read_at") is None:
-        return "there is no read of the node from this run with its time (preflight's bluefleet_dpu_info)"
-    if reset:
+        return ("there is no read of the node from this run with its time (preflight's bluefleet_dpu_info or "
+                "bluefleet_gpu_info)")
+    if boolean(reset or False, strict=False):  # a template may give "True" / "False"
         return "the card or its driver was reset in this run after the read"
     if changed_at is not None and float(changed_at) >= float(read["read_at"]):
         return "a bluefleet module changed the node after the read (bluefleet_changed_at)"
@@ -83,3 +88,17 @@ def files_changes(section, files=(), links=(), root="/"):
         if state["link"] != entry["src"]:
             changes.append(entry["path"])
     return changes
+
+
+def module_params(spec, options, label):
+    """``(params, None)``: ``options`` validated by the argument spec ``spec`` of the module ``label``, defaults
+    filled in, as the module gets them; ``(None, why)`` when the module would refuse them (its spec, or a timeout
+    that is not positive)."""
+    validated = ArgumentSpecValidator(spec).validate(plain(options))
+    if validated.error_messages:
+        return None, "%s refuses the options: %s" % (label, "; ".join(validated.error_messages))
+    params = validated.validated_parameters
+    if "timeout" in params and params["timeout"] <= 0:  # the check of _tooling.run_module
+        return None, "%s refuses the options: timeout must be a positive number of seconds, got %d" % (
+            label, params["timeout"])
+    return params, None

@@ -52,7 +52,11 @@ def test_runs_exactly_these_commands_and_reports_gpus_topology_peermem(run_modul
     assert topo["closest_nic"]["GPU4"] == {"nic": "NIC3", "device": "mlx5_3", "link": "PIX"}
     assert topo["closest_nic"]["GPU6"] == {"nic": "NIC5", "device": "mlx5_5", "link": "PIX"}
     assert result["peermem"] == {"available": True, "loaded": True, "registered": True, "version": "1.1",
-                                 "sysfs_path": str(sysfs / "sys/kernel/mm/memory_peers/nv_mem/version")}
+                                 "sysfs_path": str(sysfs / "sys/kernel/mm/memory_peers/nv_mem/version"),
+                                 "sysfs_root": str(sysfs), "persistent": False, "conf_root": str(sysfs),
+                                 "conf_path": str(sysfs / "etc/modules-load.d/nvidia-peermem.conf")}
+    assert "acs" not in result  # asked for by name only
+    assert isinstance(result["read_at"], float)
     assert result["tool_versions"] == {"nvidia-smi": "550.127.08", "lsmod": None}
     assert result["tools_missing"] == []
 
@@ -131,6 +135,7 @@ def test_check_mode_reads_the_same(run_module, fake_runner, sysfs):
     failed, second = run_module(gpu_info, {"fs_root": str(sysfs)}, check, check_mode=True)
     assert not failed and not first_failed
     assert check.cmd == normal.cmd == ARGV
+    assert first.pop("read_at") <= second.pop("read_at")  # when each read began (the node's clock)
     assert second == first
 
 
@@ -153,3 +158,67 @@ def test_closest_nic_ranks_links_and_handles_no_nic():
         "GPU1": {"nic": "NIC0", "device": "mlx5_0", "link": "PXB"}}
     assert gpu_info.closest_nics({"devices": ["GPU0"], "matrix": {"GPU0": {"GPU0": "X"}}, "nics": {}}) == {
         "GPU0": None}
+
+
+# ------------------------------------------------------------------ what peermem and pci_acs read (sections peermem
+# and acs), for the filters peermem_plan and acs_plan; their agreement with the modules: tests/unit/plugins/filter.
+LSPCI = ("lspci", "-D", "-vvv")
+UNIT = "etc/systemd/system/bluefleet-pci-acs.service"
+
+
+def test_peermem_reads_the_modules_load_file_under_files_root(run_module, fake_runner, sysfs, tmp_path_factory):
+    files = tmp_path_factory.mktemp("files")
+    conf = files / "etc/modules-load.d/nvidia-peermem.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("# kept\nnvidia-peermem\n")
+    failed, result = run_module(gpu_info, {"fs_root": str(sysfs), "files_root": str(files), "filter": ["peermem"]},
+                                fake_runner(answers()))
+    assert not failed, result
+    peermem = result["peermem"]
+    assert peermem["persistent"] is True and peermem["conf_path"] == str(conf)
+    assert peermem["conf_root"] == str(files) and peermem["sysfs_root"] == str(sysfs) and peermem["registered"]
+
+
+def test_peermem_unreadable_modules_load_file_is_kept_as_an_error(run_module, fake_runner, tmp_path):
+    (tmp_path / "etc/modules-load.d/nvidia-peermem.conf").mkdir(parents=True)  # a directory: open() fails
+    failed, result = run_module(gpu_info, {"fs_root": str(tmp_path), "filter": ["peermem"]}, fake_runner(answers()))
+    assert not failed, result
+    assert result["peermem"]["persistent"] is None
+    assert result["peermem"]["conf_error"].startswith("read %s/etc/modules-load.d/nvidia-peermem.conf failed:"
+                                                      % tmp_path)
+    assert result["peermem"]["loaded"] is True
+
+
+def test_acs_reads_every_device_with_the_capability_and_the_unit(run_module, fake_runner, tmp_path):
+    (tmp_path / UNIT).parent.mkdir(parents=True)
+    (tmp_path / UNIT).write_text("[Unit]\n")
+    table = answers()
+    table[LSPCI] = ok("lspci", "lkml-lspci-vvv-acs-root-ports")
+    runner = fake_runner(table)
+    failed, result = run_module(gpu_info, {"fs_root": str(tmp_path), "filter": ["acs", "tool_versions"]}, runner)
+    assert not failed, result
+    assert runner.cmd == [list(LSPCI)]
+    acs = result["acs"]
+    assert acs["available"] and acs["root"] == str(tmp_path) and acs["unit"] == "[Unit]\n"
+    assert acs["unit_path"] == str(tmp_path / UNIT)
+    assert acs["devices"]["0000:00:01.0"] == {"class": "Host bridge", "acs": None}
+    for slot in ("0000:00:01.1", "0000:00:01.2"):
+        assert acs["devices"][slot]["class"] == "PCI bridge" and acs["devices"][slot]["acs"]["ctl_word"] == 0x1d
+    assert result["tool_versions"] == {"lspci": None}
+
+
+@pytest.mark.parametrize("answer, reason", [
+    (None, "lspci not found on PATH"),
+    ((1, "", "pcilib: Cannot open /proc/bus/pci\n"), "read the ACS control of the PCI bridges with lspci -D -vvv "
+                                                     "failed: exit status 1"),
+    ((0, "?? not lspci ??\n", ""), "read the ACS control of the PCI bridges with lspci -D -vvv failed:"),
+])
+def test_acs_unreadable_is_an_unavailable_section_not_a_failure(run_module, fake_runner, tmp_path, answer, reason):
+    table = answers()
+    if answer is not None:
+        table[LSPCI] = answer
+    runner = fake_runner(table, missing={"lspci"} if answer is None else ())
+    failed, result = run_module(gpu_info, {"fs_root": str(tmp_path), "filter": ["acs"]}, runner)
+    assert not failed, result
+    assert result["acs"]["available"] is False and result["acs"]["reason"].startswith(reason)
+    assert result["acs"]["unit"] is None and "devices" not in result["acs"]

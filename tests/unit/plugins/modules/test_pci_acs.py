@@ -7,6 +7,7 @@ ACSCtl flags all ``-`` (the value pciutils prints for a zero register). setpci p
 
 from __future__ import annotations
 
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._pci_acs import unit_text
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import pci_acs
 from fake_tools import fixture_text
@@ -60,7 +61,7 @@ def test_disables_every_bridge_and_persists(run_module, tmp_path):
 
 def test_noop_when_off_and_unit_current(run_module, tmp_path):
     _unit(tmp_path).parent.mkdir(parents=True)
-    _unit(tmp_path).write_text(pci_acs.unit_text([B1, B2], "/usr/bin/setpci"))
+    _unit(tmp_path).write_text(unit_text([B1, B2], "/usr/bin/setpci"))
     seq = Sequence([(LSPCI, 0, OFF), (VERSION, 0, "lspci version 3.9.0\n")])
     failed, res = run_module(pci_acs, {"fs_root": str(tmp_path)}, seq)
     assert not failed and not res["changed"] and res["cmd"] == [LSPCI, VERSION]

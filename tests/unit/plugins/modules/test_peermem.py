@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _peermem
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import CommandResult
 from ansible_collections.bluefleet.dpu.plugins.modules import peermem
 from fake_tools import fixture_text
@@ -49,11 +50,11 @@ def root(tmp_path):
 
 
 def sysfs(root):
-    return root.joinpath(*peermem.SYSFS)
+    return root.joinpath(*_peermem.SYSFS)
 
 
 def conf(root):
-    return root.joinpath(*peermem.CONF)
+    return root.joinpath(*_peermem.CONF)
 
 
 def register(root):
@@ -105,7 +106,7 @@ def test_check_mode_reports_and_changes_nothing(run_module, root):
 
 def test_loaded_but_unregistered_is_reloaded(run_module, root):
     conf(root).parent.mkdir(parents=True)
-    conf(root).write_text(peermem.CONF_TEXT)
+    conf(root).write_text(_peermem.CONF_TEXT)
     seq = Sequence([(LSMOD, 0, WITH, ""), (UNLOAD, 0, "", ""), (LOAD, 0, "", "", register(root)),
                     (LSMOD, 0, WITH, ""), (VERSION, 0, "kmod version 30\n", "")])
     failed, res = run_module(peermem, {"fs_root": str(root)}, seq)
@@ -136,7 +137,7 @@ def test_loaded_without_registration_after_load_fails(run_module, root):
 def test_absent_unloads_and_removes_the_file(run_module, root):
     register(root)()
     conf(root).parent.mkdir(parents=True)
-    conf(root).write_text(peermem.CONF_TEXT)
+    conf(root).write_text(_peermem.CONF_TEXT)
     seq = Sequence([(LSMOD, 0, WITH, ""), (UNLOAD, 0, "", "", unregister(root)), (LSMOD, 0, WITHOUT, ""),
                     (VERSION, 0, "kmod version 30\n", "")])
     failed, res = run_module(peermem, {"fs_root": str(root), "state": "absent"}, seq)
