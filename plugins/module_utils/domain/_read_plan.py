@@ -5,17 +5,18 @@
 A stage whose node already holds everything asked can skip its module runs when a read made earlier in the same
 run (preflight's ``dpu_info``) answers their checks. That read holds only while nothing changed the node since:
 
-- ``stale_reason(read, changed_at, reset)``: why ``read`` (a dpu_info result, with ``read_at`` by the node's
-  clock) cannot answer, or None. ``changed_at`` is the fact ``bluefleet_changed_at`` (the node's clock when a
-  bluefleet module last changed something there; every changing module sets it); ``reset`` is the fact
-  a card reset without a bluefleet module in this run (the facts ``bluefleet_card_reset``, ``firmware_card_reset`` and
-  ``switchdev_card_reset``, see roles/roce_qos/vars/main.yml).
-- ``plain(value)``: a filter's options as plain dicts, lists and str before the module's argument spec checks them,
-  the keys set to ``omit`` left out as Ansible leaves them out of the module's arguments.
+- ``stale_reason(read, changed_at, reset)``: why ``read`` (a dpu_info or gpu_info result, with ``read_at`` by the
+  node's clock) cannot answer, or None. ``changed_at`` is the fact ``bluefleet_changed_at`` (the node's clock when a
+  bluefleet module last changed something there; every changing module sets it). ``reset`` says that the card or its
+  driver was reset in this run without a bluefleet module (the facts ``bluefleet_card_reset``, ``firmware_card_reset``
+  and ``switchdev_card_reset``, of this node or of a GPU host's DPUs: ``__<role>_card_reset`` in each planning role's
+  vars/main.yml).
 - ``files_changes(section, files, links, root)``: the paths the ``files`` module would write, from dpu_info's
   ``files`` section, or a reason (str) when the section does not answer (not read, another root, a path not read).
-- ``plain(value)``: the templar's containers and strings as plain data; ``module_params(spec, options, label)``
-  the options as the module's argument spec (``spec``) validates them, or why the module would refuse them.
+- ``plain(value)``: a filter's options as plain dicts, lists and str (the templar's containers and tagged strings cost
+  the argument spec checks about 0.3 s of CPU per call), the keys set to ``omit`` left out as Ansible leaves them out
+  of a module's arguments; ``module_params(spec, options, label)``: the options as the module's argument spec
+  (``spec``) validates them, or why the module would refuse them.
 
 Pure: data in, data out; no I/O, no AnsibleModule.
 """
