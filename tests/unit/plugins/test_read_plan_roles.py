@@ -29,7 +29,7 @@ def test_every_planning_role_passes_the_same_card_reset():
         tasks = "".join(p.read_text() for p in (ROLES / role / "tasks").glob("*.yml"))
         for call in re.findall(r"bluefleet\.dpu\.(?!reset_plan)\w+_plan\((.*?)\) \}\}", tasks, re.S):
             assert "reset=__%s_card_reset" % role in call, "%s: a plan without reset=__%s_card_reset" % (role, role)
-            assert "changed_at=bluefleet_changed_at | default(none)" in call \
+            assert "changed_at=ansible_facts.bluefleet_changed_at | default(none)" in call \
                 or "changed_at=__%s_changed_at" % role in call, role
         variables = yaml.safe_load((ROLES / role / "vars" / "main.yml").read_text())
         expressions[role] = " ".join(variables["__%s_card_reset" % role].split())
