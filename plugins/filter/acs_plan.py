@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._pci_acs import argument_spec, plan_from_read
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import module_params, stale_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
 
 
 def acs_plan(read, options, changed_at=None, reset=False):
@@ -24,16 +24,8 @@ def acs_plan(read, options, changed_at=None, reset=False):
     ``in_state``: answered, and nothing to change."""
     if not isinstance(options, dict):
         raise AnsibleFilterError("acs_plan: the options must be pci_acs's options (a dict), got %r" % (options,))
-    why = stale_reason(read, changed_at, reset)
-    if why:
-        return {"answered": False, "in_state": False, "why": why}
-    params, why = module_params(argument_spec(), options, "pci_acs")
-    if why:
-        return {"answered": False, "in_state": False, "why": why}
-    answer = plan_from_read(read.get("acs"), params)
-    if not answer["answered"]:
-        return dict(answer, in_state=False)
-    return dict(answer, why="", in_state=not answer["changes"])
+    return answer_check(read, options, "pci_acs", argument_spec(),
+                        lambda read, params: plan_from_read(read.get("acs"), params), changed_at, reset)
 
 
 class FilterModule:

@@ -15,7 +15,6 @@ the answer says why and the playbook runs the module, which reads the node itsel
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch import (
     MUTUALLY_EXCLUSIVE,
     REQUIRED_ONE_OF,
@@ -23,8 +22,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch impo
     check_netdevs,
     plan_from_read,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import plain, stale_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
 
 
 def eswitch_plan(read, options, changed_at=None, reset=False):
@@ -33,23 +31,9 @@ def eswitch_plan(read, options, changed_at=None, reset=False):
     describes; ``in_state``: answered, and nothing to change. ``vfs`` is null where a mode differs (not read)."""
     if not isinstance(options, dict):
         raise AnsibleFilterError("eswitch_plan: the options must be eswitch's options (a dict), got %r" % (options,))
-    why = stale_reason(read, changed_at, reset)
-    if why:
-        return {"answered": False, "in_state": False, "why": why}
-    validated = ArgumentSpecValidator(argument_spec(), mutually_exclusive=MUTUALLY_EXCLUSIVE,
-                                      required_one_of=REQUIRED_ONE_OF).validate(plain(options))
-    if validated.error_messages:
-        return {"answered": False, "in_state": False,
-                "why": "eswitch refuses the options: %s" % "; ".join(validated.error_messages)}
-    params = validated.validated_parameters
-    try:
-        check_netdevs(params)
-    except ToolError as exc:
-        return {"answered": False, "in_state": False, "why": "eswitch refuses the options: %s" % exc.msg}
-    plan = plan_from_read(read, params)
-    if not plan["answered"]:
-        return dict(plan, in_state=False)
-    return dict(plan, why="", in_state=not plan["changed"])
+    return answer_check(read, options, "eswitch", argument_spec(), plan_from_read, changed_at, reset,
+                        check=check_netdevs, done="changed", mutually_exclusive=MUTUALLY_EXCLUSIVE,
+                        required_one_of=REQUIRED_ONE_OF)
 
 
 class FilterModule:

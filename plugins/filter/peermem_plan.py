@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._peermem import argument_spec, plan_from_read
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import module_params, stale_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
 
 
 def peermem_plan(read, options, changed_at=None, reset=False):
@@ -23,16 +23,8 @@ def peermem_plan(read, options, changed_at=None, reset=False):
     describes; ``changes`` are peermem's ``actions``; ``in_state``: answered, and nothing to do."""
     if not isinstance(options, dict):
         raise AnsibleFilterError("peermem_plan: the options must be peermem's options (a dict), got %r" % (options,))
-    why = stale_reason(read, changed_at, reset)
-    if why:
-        return {"answered": False, "in_state": False, "why": why}
-    params, why = module_params(argument_spec(), options, "peermem")
-    if why:
-        return {"answered": False, "in_state": False, "why": why}
-    answer = plan_from_read(read.get("peermem"), params)
-    if not answer["answered"]:
-        return dict(answer, in_state=False)
-    return dict(answer, why="", in_state=not answer["changes"])
+    return answer_check(read, options, "peermem", argument_spec(),
+                        lambda read, params: plan_from_read(read.get("peermem"), params), changed_at, reset)
 
 
 class FilterModule:

@@ -15,14 +15,12 @@ the playbook runs the module, which reads the card itself.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._host_restriction import (
     argument_spec,
     check_params,
     plan_from_read,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import plain, stale_reason
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
 
 
 def restriction_plan(read, options, changed_at=None, reset=False):
@@ -32,22 +30,8 @@ def restriction_plan(read, options, changed_at=None, reset=False):
     if not isinstance(options, dict):
         raise AnsibleFilterError("restriction_plan: the options must be host_restriction's options (a dict), got %r"
                                  % (options,))
-    why = stale_reason(read, changed_at, reset)
-    if why:
-        return {"answered": False, "in_state": False, "why": why}
-    validated = ArgumentSpecValidator(argument_spec()).validate(plain(options))
-    if validated.error_messages:
-        return {"answered": False, "in_state": False,
-                "why": "host_restriction refuses the options: %s" % "; ".join(validated.error_messages)}
-    params = validated.validated_parameters
-    try:
-        check_params(params)
-    except ToolError as exc:
-        return {"answered": False, "in_state": False, "why": "host_restriction refuses the options: %s" % exc.msg}
-    plan = plan_from_read(read, params)
-    if not plan["answered"]:
-        return dict(plan, in_state=False)
-    return dict(plan, why="", in_state=not plan["changed"])
+    return answer_check(read, options, "host_restriction", argument_spec(), plan_from_read, changed_at, reset,
+                        check=check_params, done="changed")
 
 
 class FilterModule:

@@ -14,14 +14,13 @@ answer says why and the playbook runs roce_qos, which reads the node itself.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import module_params, stale_reason
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import (
     argument_spec,
     check_input,
     netdevs_of,
     plan_from_read,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
 
 
 def roce_plan(read, options, changed_at=None, reset=False):
@@ -29,20 +28,9 @@ def roce_plan(read, options, changed_at=None, reset=False):
     ``in_state``: answered, and nothing to change."""
     if not isinstance(options, dict):
         raise AnsibleFilterError("roce_plan: the options must be roce_qos's options (a dict), got %r" % (options,))
-    why = stale_reason(read, changed_at, reset)
-    if why:
-        return {"answered": False, "in_state": False, "why": why}
-    params, refused = module_params(argument_spec(), options, "roce_qos")
-    if refused:
-        return {"answered": False, "in_state": False, "why": refused}
-    try:
-        check_input(params, netdevs_of(params))
-    except ToolError as exc:
-        return {"answered": False, "in_state": False, "why": "roce_qos refuses the options: %s" % exc.msg}
-    plan = plan_from_read(read.get("roce"), params)
-    if not plan["answered"]:
-        return dict(plan, in_state=False)
-    return dict(plan, why="", in_state=not plan["changes"])
+    return answer_check(read, options, "roce_qos", argument_spec(),
+                        lambda read, params: plan_from_read(read.get("roce"), params), changed_at, reset,
+                        check=lambda params: check_input(params, netdevs_of(params)))
 
 
 class FilterModule:

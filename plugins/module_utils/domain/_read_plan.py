@@ -16,7 +16,8 @@ run (preflight's ``dpu_info``) answers their checks. That read holds only while 
 - ``plain(value)``: a filter's options as plain dicts, lists and str (the templar's containers and tagged strings cost
   the argument spec checks about 0.3 s of CPU per call), the keys set to ``omit`` left out as Ansible leaves them out
   of a module's arguments; ``module_params(spec, options, label)``: the options as the module's argument spec
-  (``spec``) validates them, or why the module would refuse them.
+  (``spec``) validates them, or why the module would refuse them; ``answer_check(read, options, label, spec, plan,
+  ...)``: the answer every ``*_plan`` filter gives (stale read, refused options, or the module's plan from the read).
 
 Pure: data in, data out; no I/O, no AnsibleModule.
 """
@@ -29,6 +30,7 @@ import os
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import octal_mode
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
 
 
 def omitted(value):
@@ -91,11 +93,11 @@ def files_changes(section, files=(), links=(), root="/"):
     return changes
 
 
-def module_params(spec, options, label):
-    """``(params, None)``: ``options`` validated by the argument spec ``spec`` of the module ``label``, defaults
-    filled in, as the module gets them; ``(None, why)`` when the module would refuse them (its spec, or a timeout
-    that is not positive)."""
-    validated = ArgumentSpecValidator(spec).validate(plain(options))
+def module_params(spec, options, label, **rules):
+    """``(params, None)``: ``options`` validated by the argument spec ``spec`` of the module ``label`` (and ``rules``,
+    the module's ``mutually_exclusive``, ``required_one_of``, ...), defaults filled in, as the module gets them;
+    ``(None, why)`` when the module would refuse them (its spec, or a timeout that is not positive)."""
+    validated = ArgumentSpecValidator(spec, **rules).validate(plain(options))
     if validated.error_messages:
         return None, "%s refuses the options: %s" % (label, "; ".join(validated.error_messages))
     params = validated.validated_parameters
@@ -103,3 +105,25 @@ def module_params(spec, options, label):
         return None, "%s refuses the options: timeout must be a positive number of seconds, got %d" % (
             label, params["timeout"])
     return params, None
+
+
+def answer_check(read, options, label, spec, plan, changed_at=None, reset=False, check=None, done="changes",
+                 **rules):
+    """What a ``*_plan`` filter returns for the module ``label``: ``{answered: False, in_state: False, why}`` when
+    ``read`` no longer holds (``stale_reason``) or the module would refuse ``options`` (``module_params`` with
+    ``spec`` and ``rules``, then ``check(params)``, the module's own input checks, which raise ToolError); else
+    ``plan(read, params)`` with ``in_state``: answered, and its ``done`` key (the changes) empty."""
+    why = stale_reason(read, changed_at, reset)
+    if not why:
+        params, why = module_params(spec, options, label, **rules)
+    if not why and check is not None:
+        try:
+            check(params)
+        except ToolError as exc:
+            why = "%s refuses the options: %s" % (label, exc.msg)
+    if why:
+        return {"answered": False, "in_state": False, "why": why}
+    answer = plan(read, params)
+    if not answer["answered"]:
+        return dict(answer, in_state=False)
+    return dict(answer, why="", in_state=not answer[done])
