@@ -14,14 +14,16 @@ would refuse the options - the answer says why and the playbook runs pci_acs, wh
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._pci_acs import argument_spec, plan_from_read
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
 
 
 def acs_plan(read, options, changed_at=None, reset=False):
     """``{answered, in_state, why, changes}`` for pci_acs with ``options`` on the host ``read`` (a gpu_info result)
     describes; ``changes`` are the bridges pci_acs would write, then the unit's path when it would write it;
     ``in_state``: answered, and nothing to change."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._pci_acs import argument_spec, plan_from_read
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
     if not isinstance(options, dict):
         raise AnsibleFilterError("acs_plan: the options must be pci_acs's options (a dict), got %r" % (options,))
     return answer_check(read, options, "pci_acs", argument_spec(),

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._doca import SNAP_FIX, DocaError, check_snap
 
 
 def _fail(msg):
@@ -25,6 +24,9 @@ def _fail(msg):
 
 def _entries(value, var):
     """``value`` as a list of entries; None means none. A mapping or a string is refused (it is not a list)."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._doca import SNAP_FIX
     if value is None:
         return []
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
@@ -34,6 +36,7 @@ def _entries(value, var):
 
 def snap_settings(targets, controllers=None, namespaces=None):
     """``targets`` unchanged when targets, controllers and namespaces hang together; AnsibleFilterError otherwise."""
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._doca import DocaError, check_snap
     checked = (_entries(targets, "doca_services_snap_targets"),
                _entries(controllers, "doca_services_snap_controllers"),
                _entries(namespaces, "doca_services_snap_namespaces"))

@@ -15,20 +15,22 @@ the answer says why and the playbook runs the module, which reads the node itsel
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch import (
-    MUTUALLY_EXCLUSIVE,
-    REQUIRED_ONE_OF,
-    argument_spec,
-    check_netdevs,
-    plan_from_read,
-)
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
 
 
 def eswitch_plan(read, options, changed_at=None, reset=False):
     """``{answered, in_state, why}`` and, when answered, eswitch's check-mode result keys (with O(netdevs):
     ``changed``, ``eswitches``, ``before``, ``vfs``, ``reset_required``, ``diff``) for ``options`` on the node ``read``
     describes; ``in_state``: answered, and nothing to change. ``vfs`` is null where a mode differs (not read)."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch import (
+        MUTUALLY_EXCLUSIVE,
+        REQUIRED_ONE_OF,
+        argument_spec,
+        check_netdevs,
+        plan_from_read,
+    )
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
     if not isinstance(options, dict):
         raise AnsibleFilterError("eswitch_plan: the options must be eswitch's options (a dict), got %r" % (options,))
     return answer_check(read, options, "eswitch", argument_spec(), plan_from_read, changed_at, reset,

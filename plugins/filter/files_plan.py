@@ -13,12 +13,14 @@ why and the playbook runs the module.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import files_changes, stale_reason
 
 
 def files_plan(read, files=None, links=None, fs_root="/", changed_at=None, reset=False):
     """``{answered, in_state, why, changes}`` for the files module with ``files``, ``links`` and ``fs_root``;
     ``in_state``: answered, and nothing to write."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import files_changes, stale_reason
     for name, value in (("files", files), ("links", links)):
         if not isinstance(value or [], list) or not all(isinstance(e, dict) and "path" in e for e in value or []):
             raise AnsibleFilterError("files_plan: %s must be the files module's %s (a list of dicts with path), got %r"

@@ -14,13 +14,15 @@ playbook runs peermem, which reads the node itself.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._peermem import argument_spec, plan_from_read
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
 
 
 def peermem_plan(read, options, changed_at=None, reset=False):
     """``{answered, in_state, why, changes}`` for peermem with ``options`` on the host ``read`` (a gpu_info result)
     describes; ``changes`` are peermem's ``actions``; ``in_state``: answered, and nothing to do."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._peermem import argument_spec, plan_from_read
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
     if not isinstance(options, dict):
         raise AnsibleFilterError("peermem_plan: the options must be peermem's options (a dict), got %r" % (options,))
     return answer_check(read, options, "peermem", argument_spec(),

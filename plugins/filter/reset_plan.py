@@ -13,11 +13,6 @@ fails the same way, with the same message.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import (
-    PlanError,
-    card_plan,
-    state_from_read,
-)
 
 METHODS = ("none", "command", "pause")
 
@@ -25,6 +20,13 @@ METHODS = ("none", "command", "pause")
 def reset_plan(card, changes=None, device="", side="", firmware_reset=True, reboot_command=None,
                power_cycle_method="none", power_cycle_command=None):
     """fw_reset's check-mode plan keys for ``card`` (one entry of dpu_info's ``devices``) and ``changes``."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import (
+        PlanError,
+        card_plan,
+        state_from_read,
+    )
     read = state_from_read(card)
     if read is None:
         raise AnsibleFilterError("reset_plan: the card read lacks a section fw_reset plans with: read it with "

@@ -15,18 +15,20 @@ the playbook runs the module, which reads the card itself.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._host_restriction import (
-    argument_spec,
-    check_params,
-    plan_from_read,
-)
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
 
 
 def restriction_plan(read, options, changed_at=None, reset=False):
     """``{answered, in_state, why}`` and, when answered, host_restriction's check-mode result keys (``changed``,
     ``device``, ``level``, ``previous_level``, ``port_functions``, ``reset_required``, ``reset_required_by``,
     ``diff``) for ``options`` on the DPU ``read`` describes; ``in_state``: answered, and nothing to change."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._host_restriction import (
+        argument_spec,
+        check_params,
+        plan_from_read,
+    )
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
     if not isinstance(options, dict):
         raise AnsibleFilterError("restriction_plan: the options must be host_restriction's options (a dict), got %r"
                                  % (options,))

@@ -14,18 +14,20 @@ answer says why and the playbook runs roce_qos, which reads the node itself.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import (
-    argument_spec,
-    check_input,
-    netdevs_of,
-    plan_from_read,
-)
 
 
 def roce_plan(read, options, changed_at=None, reset=False):
     """``{answered, in_state, why, changes, rdma}`` for roce_qos with ``options`` on the node ``read`` describes;
     ``in_state``: answered, and nothing to change."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import (
+        argument_spec,
+        check_input,
+        netdevs_of,
+        plan_from_read,
+    )
     if not isinstance(options, dict):
         raise AnsibleFilterError("roce_plan: the options must be roce_qos's options (a dict), got %r" % (options,))
     return answer_check(read, options, "roce_qos", argument_spec(),
