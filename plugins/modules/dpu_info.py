@@ -48,12 +48,17 @@ options:
         the filter P(bluefleet.dpu.roce_plan#filter) answers roce_qos's check from this read. A netdev that cannot
         be read gets its error; the task does not fail. Not in the default; give it by name.
       - C(files) the state of each file of O(files) as M(bluefleet.dpu.files) compares it (the target of a
-        symbolic link; a regular file's sha256 and mode), for the filter P(bluefleet.dpu.files_plan#filter). Not in
+        symbolic link; a regular file's sha256 and mode), for the filter P(bluefleet.dpu.files_plan#filter), and of
+        each file of O(file_lines) the lines it holds, for the filter P(bluefleet.dpu.lineinfile_plan#filter). Not in
         the default; give it by name.
+      - C(ipsec_offload) what M(bluefleet.dpu.ipsec_offload) reads (DPU side) - whether C(/etc/mellanox/mlnx-bf.conf)
+        exists, the value of its last C(IPSEC_FULL_OFFLOAD) assignment and the driver's IPsec mode of each uplink
+        (C(/sys/class/net/*/compat/devlink/ipsec_mode)), under O(fs_root) - for the filter
+        P(bluefleet.dpu.ipsec_offload_plan#filter). Not in the default; give it by name.
     type: list
     elements: str
     choices: [firmware, nvconfig, mode, reset_levels, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions,
-              rdma_links, tools, roce, files]
+              rdma_links, tools, roce, files, ipsec_offload]
     default: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
   require:
     description:
@@ -88,8 +93,16 @@ options:
     type: list
     elements: path
     default: []
+  file_lines:
+    description:
+      - File (as the machine sees it, absolute) -> lines. The section C(files) reads each of these files too, and
+        tells which of the lines it holds as M(ansible.builtin.lineinfile) with only
+        O(ansible.builtin.lineinfile#module:line) leaves it alone (its last line equal to one, the end of line aside,
+        is that line and a newline).
+    type: dict
+    default: {}
   files_root:
-    description: The directory that stands for C(/) for O(files) (M(bluefleet.dpu.files)'
+    description: The directory that stands for C(/) for O(files) and O(file_lines) (M(bluefleet.dpu.files)'
       O(bluefleet.dpu.files#module:fs_root)).
     type: path
     default: /
@@ -338,10 +351,21 @@ roce:
   returned: when C(roce) is in O(filter)
   type: dict
 files:
-  description: The section C(files) - C(available), C(root), and C(paths), each path of O(files) to C(link), C(file),
-    C(sha256) and C(mode).
+  description: The section C(files) - C(available), C(root), and C(paths), each path of O(files) and O(file_lines) to
+    C(link), C(file), C(sha256) and C(mode), or C(error); a path of O(file_lines) also to C(has_lines), the lines of
+    it the file holds.
   returned: when C(files) is in O(filter)
   type: dict
+ipsec_offload:
+  description: The section C(ipsec_offload) - C(available) (false with C(reason) when mlnx-bf.conf cannot be read, as
+    M(bluefleet.dpu.ipsec_offload) would fail), C(root) (O(fs_root)), C(path) (C(/etc/mellanox/mlnx-bf.conf)),
+    C(exists), C(value) (the value of the file's last C(IPSEC_FULL_OFFLOAD) assignment, quotes and comment removed;
+    null when it has none) and C(driver_ipsec_mode) (uplink -> C(full) or C(none); empty when the kernel has no such
+    file).
+  returned: when C(ipsec_offload) is in O(filter)
+  type: dict
+  sample: {"available": true, "root": "/", "path": "/etc/mellanox/mlnx-bf.conf", "exists": true, "value": "yes",
+           "driver_ipsec_mode": {"p0": "full", "p1": "full"}}
 """
 
 import glob
@@ -359,6 +383,8 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import
     supported_resets,
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch import PORTS_ARGV, port_owners
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._ipsec_offload import read_section
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._lineinfile import holds_line
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._rdma_links import summarize_links
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import read_netdev
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import PARSERS as BF_RELEASE_PARSERS
@@ -387,9 +413,10 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 )
 
 SECTIONS = ("firmware", "nvconfig", "mode", "reset_levels", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot",
-            "tool_versions", "rdma_links", "tools", "roce", "files")
+            "tool_versions", "rdma_links", "tools", "roce", "files", "ipsec_offload")
 # These are asked for by name: the default stays what it was before the sections existed.
-DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in ("reset_levels", "rdma_links", "tools", "roce", "files"))
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS
+                         if s not in ("reset_levels", "rdma_links", "tools", "roce", "files", "ipsec_offload"))
 
 # The RDMA device port the section roce reads (roce_qos's default port; the roce_qos role does not set another).
 ROCE_PORT = 1
@@ -413,7 +440,7 @@ class DpuInfo(ToolReader):
     """Gather the facts with one runner; every tool at most once per card."""
 
     def __init__(self, runner, sections, side="auto", fs_root="/", require=(), roce_netdevs=(), roce_address="",
-                 files=(), files_root="/", eswitch_ports=False):
+                 files=(), files_root="/", eswitch_ports=False, file_lines=None):
         super().__init__(runner)
         self.sections = set(sections)
         self.side_option = side
@@ -421,7 +448,8 @@ class DpuInfo(ToolReader):
         self.require = list(require)
         self.roce_netdevs = list(roce_netdevs)
         self.roce_address = roce_address or ""
-        self.files = list(files)
+        self.file_lines = dict(file_lines or {})
+        self.files = list(dict.fromkeys(list(files) + list(self.file_lines)))
         self.files_root = files_root
         self.eswitch_ports = eswitch_ports
         # version queries: tool_versions and tools both ask flint --version where MFT is there; it runs once
@@ -644,6 +672,11 @@ class DpuInfo(ToolReader):
                 paths[path] = file_state(self.files_root, path)
             except OSError as exc:
                 paths[path] = {"error": "read %s failed: %s" % (path, exc)}
+                continue
+            if path in self.file_lines:
+                dest = os.path.join(self.files_root, os.path.normpath(path).lstrip("/"))
+                paths[path]["has_lines"] = [line for line in self.file_lines[path]
+                                            if paths[path]["file"] and holds_line(dest, line)]
         return {"available": True, "root": self.files_root, "paths": paths}
 
     def tool_versions(self):
@@ -721,6 +754,8 @@ class DpuInfo(ToolReader):
             out["roce"] = self.roce()
         if "files" in want:
             out["files"] = self.file_states()
+        if "ipsec_offload" in want:
+            out["ipsec_offload"] = read_section(self.fs_root)
         if "tool_versions" in want:
             out["tool_versions"] = self.tool_versions()
         if "tools" in want:
@@ -737,6 +772,7 @@ def argument_spec():
         "roce_netdevs": {"type": "list", "elements": "str", "default": []},
         "roce_address": {"type": "str", "default": ""},
         "files": {"type": "list", "elements": "path", "default": []},
+        "file_lines": {"type": "dict", "default": {}},
         "files_root": {"type": "path", "default": "/"},
         "eswitch_ports": {"type": "bool", "default": False},
         "side": side_spec(),
@@ -750,6 +786,10 @@ def main():
     problem = nonpositive_seconds(module.params, "gather DPU facts")
     if problem:
         module.fail_json(msg=problem)
+    lines = module.params["file_lines"]
+    if not all(isinstance(v, list) and all(isinstance(line, str) for line in v) for v in lines.values()):
+        module.fail_json(msg="gather DPU facts failed: file_lines must map each file to a list of lines (strings), "
+                             "got %r" % (lines,))
     if module.params["require"] and "tools" not in module.params["filter"]:
         module.fail_json(msg="gather DPU facts failed: require=%s is what the section tools checks, and filter does "
                              "not ask for it: add tools to filter, or leave require out" % module.params["require"])
@@ -757,7 +797,7 @@ def main():
     params = module.params
     info = DpuInfo(runner, params["filter"], params["side"], params["fs_root"], params["require"],
                    params["roce_netdevs"], params["roce_address"], params["files"], params["files_root"],
-                   params["eswitch_ports"])
+                   params["eswitch_ports"], params["file_lines"])
     try:
         result = info.gather()
     except ToolError as exc:

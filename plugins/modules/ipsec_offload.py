@@ -117,65 +117,26 @@ diff:
   type: dict
 """
 
-import glob
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._ipsec_offload import (
+    KEY,
+    argument_spec,
+    conf_file,
+    driver_modes,
+    file_value,
+    outcome,
+    path_problem,
+    read_conf,
+    render,
+)
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import write_file
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
-    fs_root_spec,
+    ToolError,
     with_change_time,
     without_unasked_diff,
 )
-
-KEY = "IPSEC_FULL_OFFLOAD"
-_ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?%s=(.*)$" % KEY)
-
-
-def value_of(raw):
-    """The shell value of the right-hand side of ``KEY=...`` (quotes and a trailing comment removed)."""
-    raw = raw.strip()
-    if raw[:1] in ("'", '"'):
-        end = raw.find(raw[0], 1)
-        return raw[1:end] if end > 0 else raw[1:]
-    return raw.split("#", 1)[0].strip()
-
-
-def file_value(text):
-    """True when the last assignment says yes (the shell sources the file; the last one wins)."""
-    value = None
-    for line in text.splitlines():
-        match = _ASSIGN_RE.match(line)
-        if match:
-            value = value_of(match.group(1))
-    return (value or "no").lower() == "yes"
-
-
-def render(text, enabled):
-    """The file with every assignment of the key set to the wanted value; appended when absent."""
-    wanted = '%s="%s"' % (KEY, "yes" if enabled else "no")
-    lines = text.splitlines()
-    found = False
-    for index, line in enumerate(lines):
-        if _ASSIGN_RE.match(line):
-            lines[index] = wanted
-            found = True
-    if not found:
-        lines.append(wanted)
-    return "\n".join(lines) + "\n"
-
-
-def driver_modes(fs_root):
-    out = {}
-    for path in sorted(glob.glob(os.path.join(fs_root, "sys/class/net/*/compat/devlink/ipsec_mode"))):
-        uplink = path.split(os.sep)[-4]
-        try:
-            with open(path) as handle:
-                out[uplink] = handle.read().strip()
-        except OSError:
-            continue
-    return out
 
 
 def save_conf(module, path, text):
@@ -190,52 +151,28 @@ def save_conf(module, path, text):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "full_offload": {"type": "bool", "required": True},
-            "path": {"type": "path", "default": "/etc/mellanox/mlnx-bf.conf"},
-            "fs_root": fs_root_spec(),
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
-    if not params["path"].startswith("/"):
-        module.fail_json(msg="set IPsec full offload failed: path %r is not absolute; give the file as the machine "
-                             "sees it, e.g. /etc/mellanox/mlnx-bf.conf" % params["path"])
-    path = os.path.join(params["fs_root"], params["path"].lstrip("/"))
-    if os.path.isdir(path):
-        module.fail_json(msg="set IPsec full offload failed: %s is a directory, not mlnx-bf.conf" % path)
-    existed = os.path.exists(path)
+    problem = path_problem(params["path"])
+    if problem:
+        module.fail_json(msg=problem)
+    path = conf_file(params["fs_root"], params["path"])
     try:
-        with open(path) as handle:
-            before_text = handle.read()
-    except FileNotFoundError:
-        before_text = ""
-    except OSError as exc:
-        module.fail_json(msg="set IPsec full offload failed: cannot read %s: %s" % (path, exc))
+        existed, before_text = read_conf(path)
+    except ToolError as exc:
+        module.fail_json(msg=exc.msg)
     want = params["full_offload"]
     previous = file_value(before_text)
     after_text = render(before_text, want)
     file_changes = after_text != before_text if previous != want or not existed else False
     modes = driver_modes(params["fs_root"])
-    running_wrong = any(mode != ("full" if want else "none") for mode in modes.values())
     if file_changes and not module.check_mode:
         if not existed:
             module.warn("%s did not exist; created it with %s only" % (path, KEY))
         save_conf(module, path, after_text)
-    restart = file_changes or running_wrong
-    result = dict(
-        changed=file_changes,  # only what the module wrote (or would write)
-        conf_file=path,
-        full_offload=want if file_changes else previous,
-        before=previous,
-        previous=previous,
-        driver_ipsec_mode=modes,
-        restart_required="driver" if restart else "none",
-        reset_required="driver_restart" if restart else "none",
-        diff={"before": before_text, "after": after_text if file_changes else before_text,
-              "before_header": path, "after_header": path},
-    )
+    result = outcome(path, want, previous, file_changes, modes)
+    result["diff"] = {"before": before_text, "after": after_text if file_changes else before_text,
+                      "before_header": path, "after_header": path}
     if module.check_mode:
         result["check_mode_prediction"] = True
     module.exit_json(**without_unasked_diff(module, with_change_time(module, result)))

@@ -1,8 +1,10 @@
 """The zero-trust and switchdev stages answer their modules' checks from preflight's read of each DPU (dpu_info's
-sections privilege and eswitch with its devlink ports; filters bluefleet.dpu.restriction_plan and
-bluefleet.dpu.eswitch_plan): a DPU that holds everything runs neither host_restriction nor eswitch, and one thing
-broken by hand on one DPU brings back exactly that module on exactly that DPU, which puts it right. A netdev the read
-does not place still stops the run at the eswitch check, before mlnx-bf.conf or the driver is touched.
+sections privilege, eswitch with its devlink ports, and ipsec_offload; filters bluefleet.dpu.restriction_plan,
+bluefleet.dpu.eswitch_plan and bluefleet.dpu.ipsec_offload_plan): a DPU that holds everything runs neither
+host_restriction, nor eswitch, nor ipsec_offload - the switchdev role ends there, passing through none of its later
+tasks - and one thing broken by hand on one DPU brings back exactly that module on exactly that DPU, which puts it
+right. A netdev the read does not place still stops the run at the eswitch check, before mlnx-bf.conf or the driver is
+touched.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ ESWITCH_PLAN = ("Compare the eswitch of each uplink's device with preflight's re
 CHECK = "Check that each uplink's device has an eswitch"
 SET = "Set the eswitch mode of each uplink's device"
 IPSEC = "Set IPSEC_FULL_OFFLOAD in mlnx-bf.conf"
+RESTART = "Restart mlx5 driver"
+# the switchdev role's tasks after its plans (an end_role leaves them out where everything is in state)
+SWITCHDEV_LATER = (CHECK, IPSEC, "Restart the driver now if the setting changed", SET)
 
 
 def events(run, task):
@@ -38,6 +43,18 @@ def ran(run, task):
     found = events(run, task)
     return (sorted(e["event_data"]["host"] for e in found),
             sorted(e["event_data"]["host"] for e in found if e["event_data"]["res"].get("changed")))
+
+
+def seen(run, task):
+    """Hosts that went through ``task`` at all (ran, skipped or failed)."""
+    return sorted(e["event_data"]["host"] for e in run["events"]
+                  if e.get("event") in ("runner_on_ok", "runner_on_skipped", "runner_on_failed")
+                  and e["event_data"].get("task") == task)
+
+
+def driver_mode(root):
+    return {uplink: (root / "sys/class/net" / uplink / "compat/devlink/ipsec_mode").read_text().strip()
+            for uplink in ("p0", "p1")}
 
 
 def level(root):
@@ -92,18 +109,46 @@ def test_switchdev_checks_and_sets_the_eswitch_only_where_the_read_differs(tmp_p
     assert ran(first, CHECK) == ([], []), "the read placed every uplink: no check module"
     assert ran(first, SET)[0] == DPUS, "the driver restart resets the eswitch: the set runs"
 
-    # A no-op: neither the check nor the set runs on either DPU.
+    # A no-op: the read answers both checks on both DPUs; the role ends after its plans: no check, no ipsec_offload,
+    # no set, not even skipped.
     second = run_playbook("site.yml", inventory, *args)
     assert ran(second, ESWITCH_PLAN)[0] == DPUS
-    assert ran(second, CHECK) == ([], []) and ran(second, SET) == ([], [])
+    for task in SWITCHDEV_LATER:
+        assert seen(second, task) == [], task
     assert not (second["stats"].get("changed") or {}), second["stdout"][-3000:]
 
     # One device put in legacy mode by hand: the read says so; the set runs on that DPU alone and puts it back.
+    # ipsec_offload is answered there too (in state): skipped.
     dpu = state / "sim01-dpu"
     assert twin_tool(dpu, "devlink", "dev", "eswitch", "set", "pci/0000:03:00.1", "mode", "legacy").returncode == 0
     third = run_playbook("site.yml", inventory, *args)
     assert ran(third, CHECK) == ([], []) and ran(third, SET) == (["sim01-dpu"], ["sim01-dpu"])
+    assert ran(third, IPSEC) == ([], []) and seen(third, IPSEC) == ["sim01-dpu"]
     assert set(modes(dpu).values()) == {"switchdev"}
+
+    # IPSEC_FULL_OFFLOAD switched off by hand in one DPU's mlnx-bf.conf: ipsec_offload runs there alone, writes it
+    # back and restarts the driver, which resets the eswitch: the set follows on that DPU.
+    other = state / "sim02-dpu"
+    conf = other / "etc" / "mellanox" / "mlnx-bf.conf"
+    conf.write_text(conf.read_text().replace('IPSEC_FULL_OFFLOAD="yes"', 'IPSEC_FULL_OFFLOAD="no"'))
+    fourth = run_playbook("site.yml", inventory, *args)
+    assert ran(fourth, IPSEC) == (["sim02-dpu"], ["sim02-dpu"]) and ran(fourth, RESTART)[0] == ["sim02-dpu"]
+    assert ran(fourth, SET)[0] == ["sim02-dpu"]
+    assert 'IPSEC_FULL_OFFLOAD="yes"' in conf.read_text()
+    assert seen(fourth, ESWITCH_PLAN) == DPUS and all(seen(fourth, task) == ["sim02-dpu"] for task in (IPSEC, SET))
+
+    # The file right but the driver running without IPsec full offload (restarted by hand while the file said no):
+    # the read says the driver differs (restart_required); ipsec_offload runs on that DPU alone and the driver restart
+    # puts the mode right.
+    conf = dpu / "etc" / "mellanox" / "mlnx-bf.conf"
+    text = conf.read_text()
+    conf.write_text(text.replace('IPSEC_FULL_OFFLOAD="yes"', 'IPSEC_FULL_OFFLOAD="no"'))
+    assert twin_tool(dpu, "openibd", "restart").returncode == 0
+    conf.write_text(text)
+    assert driver_mode(dpu) == {"p0": "none", "p1": "none"}
+    fifth = run_playbook("site.yml", inventory, *args)
+    assert ran(fifth, IPSEC) == (["sim01-dpu"], ["sim01-dpu"]) and ran(fifth, RESTART)[0] == ["sim01-dpu"]
+    assert driver_mode(dpu) == {"p0": "full", "p1": "full"} and conf.read_text() == text
 
     # A netdev that is no uplink: the read does not place it, the check module runs and stops the run there.
     conf = (state / "sim02-dpu" / "etc" / "mellanox" / "mlnx-bf.conf").read_text()

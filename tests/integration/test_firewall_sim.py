@@ -138,22 +138,78 @@ def test_preflights_read_answers_whether_nft_is_there(tmp_path, collection_link)
     assert ran(run) == [(host, "Look for nft") for host in DPUS]
 
 
+# The firewall role's tasks after its plans: where preflight's read answered that the ruleset and the include are as
+# rendered and nothing is loaded into a kernel (the sim), an end_role leaves them out.
+FIREWALL_LATER = ("Look for nft", "Require nft where the ruleset is loaded",
+                  "Write the ruleset (checked with nft -c first)",
+                  "Include the ruleset in nftables.conf (loaded at boot)", "Load the ruleset into the kernel")
+
+
+def seen(run, task):
+    """Hosts that went through ``task`` at all (ran, skipped or failed)."""
+    return sorted(e["event_data"]["host"] for e in run["events"]
+                  if e.get("event") in ("runner_on_ok", "runner_on_skipped", "runner_on_failed")
+                  and e["event_data"].get("task") == task)
+
+
 def test_preflights_read_answers_whether_the_ruleset_differs(tmp_path, collection_link):
-    """preflight read the ruleset file's sha256 and mode in this run (dpu_info's section files): where it is as
-    rendered, the files module does not run; a file changed by hand on one DPU brings it back on that DPU alone."""
+    """preflight read the ruleset file's sha256 and mode, and whether nftables.conf holds the include as lineinfile
+    leaves it, in this run (dpu_info's section files): where both are as rendered, neither the files module nor
+    lineinfile runs, and the role ends after its plans; a file changed by hand on one DPU brings back its module on
+    that DPU alone."""
     inventory = fleet(tmp_path)
     args = ("--tags", "preflight,firewall", "-e", "bluefleet_validate=false")
     write = "Write the ruleset (checked with nft -c first)"
+    include = "Include the ruleset in nftables.conf (loaded at boot)"
 
-    def ran(run):
+    def ran(run, task=write):
         return sorted((e["event_data"]["host"], bool(e["event_data"]["res"].get("changed"))) for e in run["events"]
-                      if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == write)
+                      if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == task)
 
     first = run_playbook("site.yml", inventory, *args)
-    assert ran(first) == [(host, True) for host in DPUS]
+    assert ran(first) == [(host, True) for host in DPUS] and ran(first, include) == [(host, True) for host in DPUS]
     written = files(inventory)
-    assert ran(run_playbook("site.yml", inventory, *args)) == []
+    again = run_playbook("site.yml", inventory, *args)
+    for task in FIREWALL_LATER:
+        assert seen(again, task) == [], task
     ruleset = root(inventory, "sim02-dpu") / RULESET
     ruleset.write_text(ruleset.read_text() + "# changed by hand\n")
-    assert ran(run_playbook("site.yml", inventory, *args)) == [("sim02-dpu", True)]
+    fixed = run_playbook("site.yml", inventory, *args)
+    assert ran(fixed) == [("sim02-dpu", True)] and ran(fixed, include) == []
     assert files(inventory) == written
+
+    # The include taken out of one DPU's nftables.conf, the file's mode changed on the other: lineinfile runs on
+    # both, each for its own reason, and puts them right; the ruleset is not written.
+    conf = root(inventory, "sim01-dpu") / "etc/nftables.conf"
+    conf.write_text("flush ruleset\n")
+    other = root(inventory, "sim02-dpu") / "etc/nftables.conf"
+    other.chmod(0o644)
+    fixed = run_playbook("site.yml", inventory, *args)
+    assert ran(fixed, include) == [(host, True) for host in DPUS] and ran(fixed) == []
+    assert conf.read_text() == 'flush ruleset\ninclude "/etc/nftables.d/bluefleet-firewall.nft"\n'
+    assert other.stat().st_mode & 0o777 == 0o755
+    assert not [task for task in FIREWALL_LATER if seen(run_playbook("site.yml", inventory, *args), task)]
+
+
+def test_a_node_that_loads_the_ruleset_reads_the_kernels_table_every_run(tmp_path, collection_link):
+    """With firewall_linux_services a reboot loses the table the file defines: the role reads the kernel's table on
+    every run, also where preflight's read answered the file and the include (no early end there). Each DPU's twin
+    root gets an nft that answers and says what it was asked."""
+    inventory = fleet(tmp_path)
+    run_playbook(PLAYBOOK, inventory, "--list-hosts")
+    for host in DPUS:
+        nft = root(inventory, host) / "bin" / "nft"
+        nft.write_text('#!/bin/sh\necho "$*" >> "$(dirname "$0")/../nft.log"\n'
+                       '[ "$1" = --version ] && echo "nftables v1.0.6 (Lester Gooch #5)"\nexit 0\n')
+        nft.chmod(0o755)
+    args = ("--tags", "preflight,firewall", "-e", "bluefleet_validate=false", "-e", "firewall_linux_services=true")
+    first = run_playbook("site.yml", inventory, *args)
+    assert sorted(seen(first, "Load the ruleset (only when the file changed or the table is missing)")) == list(DPUS)
+    for host in DPUS:
+        (root(inventory, host) / "nft.log").unlink()
+    again = run_playbook("site.yml", inventory, *args)
+    assert changed_count(again) == 0, again["stdout"][-3000:]
+    assert seen(again, "Read the role's table from the kernel") == list(DPUS)
+    assert seen(again, "Write the ruleset (checked with nft -c first)") == list(DPUS), "answered, skipped: no end"
+    for host in DPUS:
+        assert "list table netdev bluefleet_firewall" in (root(inventory, host) / "nft.log").read_text()

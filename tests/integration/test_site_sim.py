@@ -91,6 +91,8 @@ KNOWN_READS = {"Read what the node runs (step 'read versions')": "The node has a
 NO_OP_SKIPS = ("Apply the lossless RoCE settings on every RoCE netdev (runtime only, lost on reboot)",
                "Write the boot-time unit, its settings and the script that applies them",
                "Write the ruleset (checked with nft -c first)",
+               "Include the ruleset in nftables.conf (loaded at boot)",
+               "Set IPSEC_FULL_OFFLOAD in mlnx-bf.conf",
                "Check that each uplink's device has an eswitch",
                "Set the eswitch mode of each uplink's device",
                "Set the host privilege level and flags (mlxprivhost)")
