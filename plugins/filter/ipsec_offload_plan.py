@@ -15,16 +15,14 @@ the answer says why and the playbook runs the module, which reads the node itsel
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._ipsec_offload import (
-    argument_spec,
-    path_problem,
-    plan_from_read,
-)
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
 
 
 def check_path(params):
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._ipsec_offload import path_problem
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
+
     problem = path_problem(params["path"])
     if problem:
         raise ToolError(problem)
@@ -35,6 +33,12 @@ def ipsec_offload_plan(read, options, changed_at=None, reset=False):
     ``diff`` (``changed``, ``conf_file``, ``full_offload``, ``before``, ``previous``, ``driver_ipsec_mode``,
     ``restart_required``, ``reset_required``) for ``options`` on the DPU ``read`` describes; ``in_state``: answered,
     the file as asked and the driver running it (no change, no restart)."""
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._ipsec_offload import (
+        argument_spec,
+        plan_from_read,
+    )
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check
+
     if not isinstance(options, dict):
         raise AnsibleFilterError("ipsec_offload_plan: the options must be ipsec_offload's options (a dict), got %r"
                                  % (options,))

@@ -14,13 +14,15 @@ answer - no files section, another root, the path or its lines not read, or the 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._lineinfile import line_changes
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import stale_reason
 
 
 def lineinfile_plan(read, path, line, mode, fs_root="/", changed_at=None, reset=False):
     """``{answered, in_state, why, changes}`` for lineinfile with ``path`` (as the machine sees it, under
     ``fs_root``), ``line``, ``create: true`` and ``mode``; ``in_state``: answered, and nothing to write."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._lineinfile import line_changes
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import stale_reason
     for name, value in (("path", path), ("line", line)):
         if not isinstance(value, str) or not value:
             raise AnsibleFilterError("lineinfile_plan: %s must be a non-empty string, got %r" % (name, value))
