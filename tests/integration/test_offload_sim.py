@@ -79,3 +79,24 @@ def test_bad_input_fails_clearly_and_writes_nothing(tmp_path, collection_link, d
     assert run["rc"] != 0 and message in run["stdout"], run["stdout"][-3000:]
     assert swanctl_files(inv) == {}
     assert "abababab" not in run["stdout"], "the PSK reached the output"
+
+
+def test_without_addresses_each_role_says_why_and_ends_there(tmp_path, collection_link):
+    """A fleet without IPsec or overlay addresses (the plain sim inventory): the inputs check, ipsec, ovs and
+    host_overlay each say why once per host and end there, passing through no further task (not even skipped)."""
+    inv = make_sim_inventory(tmp_path / "inventory", nodes=2)
+    run = run_playbook("playbooks/offload.yml", inv, *TAGS)
+    assert changed_count(run) == 0
+
+    def seen(task):
+        return sorted(e["event_data"]["host"] for e in run["events"]
+                      if e.get("event") in ("runner_on_ok", "runner_on_skipped", "runner_on_failed")
+                      and e["event_data"].get("task") == task)
+
+    later = ("Check the IPsec inputs", "Check and configure IPsec", "Configure the bridge and the overlay",
+             "Overlay address and MTU on the card's host netdev")
+    assert {task: seen(task) for task in later if seen(task)} == {}
+    dpus, hosts = ["sim01-dpu", "sim02-dpu"], ["sim01", "sim02"]
+    assert seen("Say why IPsec is not configured") == dpus
+    assert seen("Say why Open vSwitch is not configured") == dpus
+    assert seen("Say why the overlay address is not configured") == hosts
