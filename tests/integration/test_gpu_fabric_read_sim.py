@@ -6,7 +6,8 @@ acs_plan, files_plan), as 9018506 did for roce_qos. The first run converges the 
 runs no module process in the fabric plays of a GPU host - the gpu_host and nccl roles end after their plans (meta:
 end_role), the facts the plays after them read kept and published; then one thing is broken by hand on one host (the
 modules-load.d file that loads nvidia_peermem at boot is removed on sim01) and the third run runs exactly peermem on
-exactly sim01, which writes the file back. Module runs are read from the runner events (``resolved_action``); the
+exactly sim01, which writes the file back; then the ACS unit and nccl.conf are broken on sim02, and the fourth run runs
+exactly pci_acs and the NCCL files task there. Module runs are read from the runner events (``resolved_action``); the
 twin's files are read directly, never through the project's code.
 """
 
@@ -16,6 +17,7 @@ from conftest import ROOT, changed_count, make_sim_inventory, run_playbook
 
 GPU_HOSTS = ("sim01", "sim02")
 PEERMEM_CONF = "etc/modules-load.d/nvidia-peermem.conf"
+ACS_UNIT = "etc/systemd/system/bluefleet-pci-acs.service"
 # actions that run on the controller only (no module process on the node)
 CONTROLLER = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.fail",
               "ansible.builtin.meta", "ansible.builtin.include_tasks", "ansible.builtin.import_tasks",
@@ -120,3 +122,15 @@ def test_noop_rerun_runs_no_gpu_host_module_and_a_broken_file_runs_exactly_its_m
         "Load nvidia_peermem and check its registration", "Turn PCIe ACS off on the GPU and NIC bridges",
         "Enable the boot-time ACS unit", "Set ATS of the card", "Say which reset activates ATS"]
     assert facts_of(third, AFFINITY) == facts_of(first, AFFINITY)
+
+    # Two more things broken by hand on sim02: the ACS unit removed and nccl.conf edited. Exactly pci_acs and the NCCL
+    # files task run there and put them back; sim01 runs nothing.
+    unit = state / "sim02" / ACS_UNIT
+    unit_text = unit.read_text()
+    unit.unlink()
+    (state / "sim02" / "etc/nccl.conf").write_text(nccl_conf.replace("NCCL_IB_TC=", "NCCL_IB_TC=0"))
+    fourth = run_playbook(playbook, inventory)
+    assert fabric_module_runs(fourth) == [("sim02", "bluefleet.dpu.pci_acs"), ("sim02", "bluefleet.dpu.files")], \
+        fourth["stdout"][-4000:]
+    assert unit.read_text() == unit_text and (state / "sim02" / "etc/nccl.conf").read_text() == nccl_conf
+    assert passed(fourth, "gpu_host")["sim01"] == [GPU_PLAN] and passed(fourth, "nccl")["sim01"][-1] == NCCL_PLAN
