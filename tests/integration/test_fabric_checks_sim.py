@@ -129,3 +129,9 @@ def test_infiniband_variant_sets_link_type_for_next_boot_and_renders_opensm(flee
     bad = run_playbook(PLAYBOOK, fleet, "--tags=ib", "-e", "bluefleet_fabric_link_type=ib", "-e",
                        "bluefleet_fabric_pkey=0x8000", check=False)
     assert bad["rc"] != 0 and all("bluefleet_fabric_pkey 0x8000 (0x0001..0x7fff)" in m for m in failed_msgs(bad))
+    assert set(bad["stats"].get("failures") or {}) == set(HOSTS)
+    # On a RoCE fabric neither part applies anywhere and the role ends early, but only where the settings pass the
+    # check: a bad value still stops the run on every node.
+    roce = run_playbook(PLAYBOOK, fleet, "--tags=ib", "-e", "bluefleet_fabric_pkey=0x8000", check=False)
+    assert roce["rc"] != 0 and set(roce["stats"].get("failures") or {}) == set(HOSTS)
+    assert all("bluefleet_fabric_pkey 0x8000 (0x0001..0x7fff)" in m for m in failed_msgs(roce))

@@ -1,7 +1,8 @@
 """The fabric stage answers roce_qos's and the boot files' checks from preflight's read of the node (dpu_info's
 sections roce and files; filters bluefleet.dpu.roce_plan and bluefleet.dpu.files_plan): a node that holds every
-setting and file runs none of those modules, and one setting or file broken by hand on one node brings back exactly
-that module on exactly that node, which puts it right.
+setting and file runs none of those modules - the role ends after its plan (meta: end_role), with roce_qos_facts
+kept and published - and one setting or file broken by hand on one node brings back exactly that module on exactly
+that node, which puts it right.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from conftest import make_sim_inventory, run_playbook, twin_tool
 
 HOSTS = ["sim01", "sim01-dpu"]
 ARGS = ("--tags", "preflight,fabric", "-e", "bluefleet_validate=false")
-COMPARE = "Compare the RoCE settings with preflight's read of the node (the module runs only where they differ)"
+COMPARE = ("Compare the RoCE settings and the boot-time files with preflight's read of the node (the modules run only "
+           "where they differ)")
 APPLY = "Apply the lossless RoCE settings on every RoCE netdev (runtime only, lost on reboot)"
-FILES_COMPARE = "Compare the boot-time files with preflight's read of the node (the modules run only where they differ)"
 FILES = "Write the boot-time unit, its settings and the script that applies them"
+PUBLISH = "Publish the RoCE settings as bluefleet_roce"
 
 
 def ran(run, task):
@@ -22,6 +24,22 @@ def ran(run, task):
               and e["event_data"].get("task") == task]
     return (sorted(e["event_data"]["host"] for e in events),
             sorted(e["event_data"]["host"] for e in events if e["event_data"]["res"].get("changed")))
+
+
+def passed(run, role):
+    """Host -> the tasks of ``role`` it passed through (ran or skipped), in order."""
+    out = {}
+    for e in run["events"]:
+        if e.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped") \
+                and e["event_data"].get("role") == role:
+            out.setdefault(e["event_data"]["host"], []).append(e["event_data"]["task"])
+    return out
+
+
+def published(run):
+    """Host -> the facts the play published from roce_qos_facts (bluefleet_roce)."""
+    return {e["event_data"]["host"]: e["event_data"]["res"]["ansible_facts"] for e in run["events"]
+            if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == PUBLISH}
 
 
 def trust(root, netdev):
@@ -37,11 +55,18 @@ def test_a_node_that_holds_everything_runs_no_module_and_one_break_brings_back_o
     first = run_playbook("site.yml", inventory, *ARGS)
     assert ran(first, APPLY) == (HOSTS, HOSTS) and ran(first, FILES) == (HOSTS, HOSTS)
 
-    # A no-op: the read answers both checks on both nodes; no roce_qos, files or systemd_service run.
+    # A no-op: the read answers both checks on both nodes; no roce_qos, files or systemd_service run, and the role
+    # ends after its plan: no later task of it, not even a skipped one. The facts the GPU plays read are published
+    # all the same, from the read, as the first run published them from the module's.
     second = run_playbook("site.yml", inventory, *ARGS)
-    assert ran(second, COMPARE)[0] == HOSTS and ran(second, FILES_COMPARE)[0] == HOSTS
-    assert ran(second, APPLY) == ([], []) and ran(second, FILES) == ([], [])
+    argspec = [t for t in passed(second, "roce_qos")["sim01"] if t.startswith("Validating arguments")]
+    assert passed(second, "roce_qos") == dict.fromkeys(HOSTS, argspec + [COMPARE]), passed(second, "roce_qos")
+    assert published(second) == published(first) and set(published(second)) == set(HOSTS)
+    assert published(second)["sim01-dpu"]["bluefleet_roce"]["netdevs"] == ["p0", "p1"]
     assert not (second["stats"].get("changed") or {}), second["stdout"][-3000:]
+    # opensm on this RoCE fabric: nothing to set, valid settings; the role ends before its first task.
+    assert passed(second, "opensm") == dict.fromkeys(HOSTS, [t for t in passed(second, "opensm")["sim01"]
+                                                            if t.startswith("Validating arguments")])
 
     # One setting broken by hand on the DPU: roce_qos runs there alone and puts it back. Its change makes the read
     # stale on that node (bluefleet_changed_at), so the boot files are compared by the files module there: no change.
@@ -50,6 +75,8 @@ def test_a_node_that_holds_everything_runs_no_module_and_one_break_brings_back_o
     third = run_playbook("site.yml", inventory, *ARGS)
     assert ran(third, APPLY) == (["sim01-dpu"], ["sim01-dpu"]) and ran(third, FILES) == (["sim01-dpu"], [])
     assert trust(dpu, "p0") == "dscp"
+    assert passed(third, "roce_qos")["sim01"] == argspec + [COMPARE]
+    assert published(third) == published(first)
 
     # One boot file changed by hand on the host: the files module runs there alone and writes it back.
     env_file = state / "sim01" / "etc" / "bluefleet" / "roce-qos.env"
@@ -58,8 +85,10 @@ def test_a_node_that_holds_everything_runs_no_module_and_one_break_brings_back_o
     fourth = run_playbook("site.yml", inventory, *ARGS)
     assert ran(fourth, FILES) == (["sim01"], ["sim01"]) and ran(fourth, APPLY) == ([], [])
     assert env_file.read_text() == before
+    assert passed(fourth, "roce_qos")["sim01-dpu"] == argspec + [COMPARE]
 
     # A card reset in this run after the read (as the firmware stage or a driver restart says): the read no longer
     # answers, every node reads itself, and finds nothing to do.
     reset = run_playbook("site.yml", inventory, *ARGS, "-e", "bluefleet_card_reset=true")
     assert ran(reset, APPLY) == (HOSTS, []) and ran(reset, FILES) == (HOSTS, [])
+    assert published(reset) == published(first)  # from the module's read

@@ -90,6 +90,9 @@ KNOWN_READS = {"Read what the node runs (step 'read versions')": "The node has a
 
 NO_OP_SKIPS = ("Apply the lossless RoCE settings on every RoCE netdev (runtime only, lost on reboot)",
                "Write the boot-time unit, its settings and the script that applies them",
+               "Load nvidia_peermem and check its registration",
+               "Turn PCIe ACS off on the GPU and NIC bridges",
+               "Write the NCCL configuration file and the shell profile that exports the settings",
                "Write the ruleset (checked with nft -c first)",
                "Include the ruleset in nftables.conf (loaded at boot)",
                "Set IPSEC_FULL_OFFLOAD in mlnx-bf.conf",

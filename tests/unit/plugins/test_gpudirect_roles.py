@@ -28,8 +28,7 @@ def test_argument_spec_equals_defaults(role):
 
 
 def test_nccl_role_passes_only_filter_options():
-    task = _load("nccl", "tasks", "derive.yml")[1]
-    text = task["ansible.builtin.set_fact"]["nccl_settings"]
+    text = _load("nccl", "vars", "main.yml")["__nccl_settings"]
     params = set(inspect.signature(nccl_env).parameters) - {"roce", "affinity"}
     for name in params:
         assert "%s=nccl_" % name in text, name
@@ -51,24 +50,38 @@ def _plan_and_module(tasks, module):
     return plan, run
 
 
-@pytest.mark.parametrize("role, file, module, options, fact", [
-    ("gpu_host", "peermem.yml", "bluefleet.dpu.peermem", "__gpu_host_peermem", "__gpu_host_peermem_plan"),
-    ("gpu_host", "acs.yml", "bluefleet.dpu.pci_acs", "__gpu_host_acs_options", "__gpu_host_acs_plan"),
-    ("nccl", "files.yml", "bluefleet.dpu.files", "__nccl_files", "__nccl_files_plan"),
+@pytest.mark.parametrize("module, options, fact", [
+    ("bluefleet.dpu.peermem", "__gpu_host_peermem", "__gpu_host_peermem_plan"),
+    ("bluefleet.dpu.pci_acs", "__gpu_host_acs_options", "__gpu_host_acs_plan"),
 ])
-def test_the_module_runs_with_the_options_its_plan_was_made_for(role, file, module, options, fact):
-    plan, run = _plan_and_module(_tasks(role, file), module)
+def test_the_module_runs_with_the_options_its_plan_was_made_for(module, options, fact):
+    plan, run = _plan_and_module(_tasks("gpu_host", "configure.yml"), module)
     assert run[module] == plan["vars"][options]  # one YAML anchor: the very same options
-    assert fact in plan["ansible.builtin.set_fact"]
-    assert run["when"] == "not (%s.in_state | default(false))" % fact
+    assert options + "," in plan["ansible.builtin.set_fact"][fact]
+    when = run["when"] if isinstance(run["when"], list) else [run["when"]]
+    assert when[-1] == "not (%s.in_state | default(false))" % fact
+
+
+def test_the_nccl_files_are_written_as_they_were_planned():
+    (plan,) = [t for t in _tasks("nccl", "derive.yml") if "ansible.builtin.set_fact" in t]
+    (run,) = _tasks("nccl", "files.yml")
+    call = " ".join(plan["ansible.builtin.set_fact"]["__nccl_files_plan"].split())
+    assert "files_plan(__nccl_files, [], fs_root=nccl_fs_root," in call
+    assert run["bluefleet.dpu.files"] == {"fs_root": "{{ nccl_fs_root }}", "files": "{{ __nccl_files }}"}
+    assert run["when"] == "not (__nccl_files_plan.in_state | default(false))"
+    # the files render the settings the role sets (the fact itself is set in the plan's task: not yet there)
+    assert plan["ansible.builtin.set_fact"]["nccl_settings"] == "{{ __nccl_settings }}"
+    for name in ("nccl.conf.j2", "nccl.sh.j2"):
+        text = (ROLES / "nccl" / "templates" / name).read_text(encoding="utf-8")
+        assert "__nccl_settings" in text and " nccl_settings" not in text, name
 
 
 def test_the_acs_unit_is_enabled_unless_the_plan_and_the_enable_link_hold():
-    tasks = _tasks("gpu_host", "acs.yml")
+    tasks = _tasks("gpu_host", "configure.yml")
     (enable,) = [t for t in tasks if "ansible.builtin.systemd_service" in t]
-    assert enable["when"][0] == "gpu_host_linux_services | bool"
-    assert "__gpu_host_acs_plan.in_state" in enable["when"][1] and "__gpu_host_acs_link_plan.in_state" in \
-        enable["when"][1]
+    assert enable["when"][:2] == ["gpu_host_acs_disable | bool", "gpu_host_linux_services | bool"]
+    assert "__gpu_host_acs_plan.in_state" in enable["when"][2] and "__gpu_host_acs_link_plan.in_state" in \
+        enable["when"][2]
     (link,) = _load("gpu_host", "vars", "main.yml")["__gpu_host_acs_enabled_link"]
     assert link == {"path": "/etc/systemd/system/multi-user.target.wants/bluefleet-pci-acs.service",
                     "src": "/etc/systemd/system/bluefleet-pci-acs.service"}

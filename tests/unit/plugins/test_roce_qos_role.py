@@ -122,3 +122,11 @@ def test_boot_script_refuses_to_run_without_its_settings(tmp_path):
     res = subprocess.run(["sh", str(ROLE / "files" / "bluefleet-roce-qos")], capture_output=True, text=True,
                          env={"PATH": "/usr/bin:/bin"}, timeout=30, check=False)
     assert res.returncode != 0 and "ROCE_PORTS is not set" in res.stderr
+
+
+def test_preflight_reads_the_boot_files_the_role_writes():
+    """Preflight's read answers the boot plan only for the paths it read: the role's files and the enable link."""
+    variables = _load("vars", "main.yml")
+    preflight = yaml.safe_load((ROOT / "roles" / "preflight" / "vars" / "main.yml").read_text(encoding="utf-8"))
+    paths = [f["path"] for f in variables["__roce_qos_boot_files"]] + [variables["__roce_qos_enable_link"][0]["path"]]
+    assert preflight["__preflight_fabric_files"] == paths
