@@ -57,6 +57,13 @@ def driver_mode(root):
             for uplink in ("p0", "p1")}
 
 
+def passed(run, task):
+    """Hosts that passed through ``task``: it ran, failed or was skipped there (a role ended before it: none)."""
+    return sorted(e["event_data"]["host"] for e in run["events"]
+                  if e.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped")
+                  and e["event_data"].get("task") == task)
+
+
 def level(root):
     out = twin_tool(root, "mlxprivhost", "-d", CARD, "q")
     assert out.returncode == 0, out.stderr
@@ -76,14 +83,17 @@ def test_zero_trust_runs_host_restriction_only_where_the_read_differs(tmp_path, 
     first = run_playbook("site.yml", inventory, *args)
     assert ran(first, RESTRICT) == (DPUS, DPUS)
 
-    # A no-op: the read answers on both DPUs; the facts come from the plan.
+    # A no-op: the read answers on both DPUs; the facts come from the plan, and the role ends there (the module,
+    # the facts from its result and the report are not even skipped).
     second = run_playbook("site.yml", inventory, *args)
-    assert ran(second, RESTRICTION_PLAN)[0] == DPUS and ran(second, RESTRICT) == ([], [])
+    assert ran(second, RESTRICTION_PLAN)[0] == DPUS
     assert not (second["stats"].get("changed") or {}), second["stdout"][-3000:]
-    for event in events(second, KEEP):
+    for event in events(second, RESTRICTION_PLAN):
         facts = event["event_data"]["res"]["ansible_facts"]
         assert facts["zero_trust_host_restriction"] == "RESTRICTED" and facts["zero_trust_reset_required"] == "none"
-    assert ran(second, REPORT) == ([], [])
+        assert facts["zero_trust_reset_required_by"] == {}
+    for task in (RESTRICT, KEEP, REPORT):
+        assert passed(second, task) == [], "%s: the role went on with nothing to do" % task
 
     # The host privileged again by hand on one DPU: host_restriction runs there alone and restricts it again.
     dpu = state / "sim02-dpu"
@@ -91,6 +101,11 @@ def test_zero_trust_runs_host_restriction_only_where_the_read_differs(tmp_path, 
     assert level(dpu) == "PRIVILEGED"
     third = run_playbook("site.yml", inventory, *args)
     assert ran(third, RESTRICT) == (["sim02-dpu"], ["sim02-dpu"])
+    assert passed(third, RESTRICT) == passed(third, KEEP) == ["sim02-dpu"]
+    plan_facts = {e["event_data"]["host"]: e["event_data"]["res"]["ansible_facts"]
+                  for e in events(third, RESTRICTION_PLAN)}
+    assert "zero_trust_host_restriction" in plan_facts["sim01-dpu"]
+    assert "zero_trust_host_restriction" not in plan_facts["sim02-dpu"], "set from the module's result there"
     assert level(dpu) == "RESTRICTED" and level(state / "sim01-dpu") == "RESTRICTED"
 
     # A flag asked that the cards do not have: the read says so on both, the module runs on both, and the report

@@ -10,10 +10,20 @@ from __future__ import annotations
 import os
 import subprocess
 
-from conftest import ROOT, changed_count, make_sim_inventory, run_playbook, twin_state
+from conftest import ROOT, changed_count, make_sim_inventory, run_playbook, twin_state, twin_tool
 
 PLAYBOOK = "playbooks/firmware.yml"
 SIM_POWER_CYCLE = "firmware_power_cycle_method: command\nfirmware_power_cycle_command: [dpusim, power-cycle]\n"
+CARD = "/dev/mst/mt41692_pciconf0"
+# The role's tasks after its plans: where nothing is to be written or reset it ends before them.
+AFTER_THE_PLANS = ("Install the BFB from the host over rshim (the DPU reboots itself)",
+                   "Burn the NIC firmware (it runs after the reset below)",
+                   "Write the NV configuration (Next Boot)",
+                   "Request the reset that activates what is pending",
+                   "Did this run write to the card or reset it",
+                   "Read what is still pending (reads only)",
+                   "Read the NV configuration again (reads only)",
+                   "Nothing is pending and Next Boot holds what was asked")
 
 
 def fleet(tmp_path, nodes, variables):
@@ -41,6 +51,19 @@ def failures(run):
 
 def card(inventory, host):
     return twin_state(inventory.parent / "state" / host)["cards"][0]
+
+
+def passed(run, task):
+    """Hosts that passed through ``task``: it ran, failed or was skipped there (a role ended before it: none)."""
+    return sorted(e["event_data"]["host"] for e in run["events"]
+                  if e.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped")
+                  and e["event_data"].get("task") == task)
+
+
+def changed_on(run, task):
+    return sorted(e["event_data"]["host"] for e in run["events"]
+                  if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == task
+                  and e["event_data"]["res"].get("changed"))
 
 
 def test_four_times_rule_and_one_reset_per_node(tmp_path, collection_link):
@@ -71,6 +94,21 @@ def test_four_times_rule_and_one_reset_per_node(tmp_path, collection_link):
     check_again = run_playbook(PLAYBOOK, inventory, extra, "--check", "--diff")
     assert changed_count(check_again) == 0, check_again["stdout"][-4000:]
     assert states(inventory) == settled
+    # Nothing to write or reset: the role ends after its plans on both DPUs, in check mode too.
+    for run in (again, check_again):
+        assert passed(run, "Show the reset plan") == ["sim01-dpu", "sim02-dpu"]
+        for task in AFTER_THE_PLANS:
+            assert passed(run, task) == [], "%s: the role went on with nothing to do" % task
+
+    # Next Boot changed by hand on one DPU: the role goes on there alone, writes it back and checks it.
+    assert twin_tool(inventory.parent / "state" / "sim02-dpu", "mlxconfig", "-d", CARD, "-y", "set",
+                     "NUM_OF_VFS=16").returncode == 0
+    fixed = run_playbook(PLAYBOOK, inventory, extra)
+    assert changed_on(fixed, "Write the NV configuration (Next Boot)") == ["sim02-dpu"]
+    assert passed(fixed, "Nothing is pending and Next Boot holds what was asked") == ["sim02-dpu"]
+    assert all(passed(fixed, task) in ([], ["sim02-dpu"]) for task in AFTER_THE_PLANS)
+    assert card(inventory, "sim02-dpu")["mlxconfig"]["next"]["NUM_OF_VFS"] == 8
+    assert states(inventory)["sim01-dpu"] == settled["sim01-dpu"]
 
 
 def test_next_boot_first_current_only_after_the_reset(tmp_path, collection_link):

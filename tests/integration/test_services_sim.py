@@ -2,13 +2,14 @@
 
 Four runs (check, apply, apply, check); then one service's setting changes and only that service's pod is
 recreated; a service is removed; bad input (unknown service, an image tag that is not pinned, a SNAP target
-without an NQN) fails before anything is written. Pods are read with the twin's crictl (JSON, read here with
-the json module only); the telemetry pod's Prometheus page (what the twin's stand-in serves, `dpusim kubelet
-metrics`) with the collection's parser. Two services keep the runs short; the role treats every service alike.
+without an NQN, a service both run and removed) fails before anything is written. Pods are read with the twin's
+crictl (JSON, read here with the json module only); the telemetry pod's Prometheus page (what the twin's stand-in
+serves, `dpusim kubelet metrics`) with the collection's parser. Two services keep the runs short; the role treats
+every service alike.
 
 Speed (this file took 324 s on a loaded machine with two pairs and one playbook run per bad input): one pair
 for the deploy/update/remove runs (the role's tasks run per DPU alike, a second DPU proved nothing more), and
-the three bad inputs in ONE run over three DPUs, each with its own bad host_vars: each must fail with its own
+the four bad inputs in ONE run over four DPUs, each with its own bad host_vars: each must fail with its own
 message and leave its own twin untouched.
 """
 
@@ -141,11 +142,14 @@ BAD = {
     "sim03-dpu": ({"doca_services_list": SERVICES + [{"name": "snap", "version": "4.5.0-doca2.9.0"}],
                    "doca_services_snap_targets": [{"name": "nvme0", "address": "192.0.2.10"}]},
                   "snap_settings: doca_services_snap_targets[0] (nvme0) has no nqn; fix doca_services_snap_targets"),
+    "sim04-dpu": ({"doca_services_list": SERVICES, "doca_services_absent": ["hbn"]},
+                  "doca_services_absent names services doca_services_list runs: hbn; remove each from one of the two "
+                  "lists; nothing was deployed"),
 }
 
 
 def test_bad_input_deploys_nothing(tmp_path, collection_link):
-    """One run, three DPUs, one bad input each (host_vars): each fails with its own message, nothing written."""
+    """One run, four DPUs, one bad input each (host_vars): each fails with its own message, nothing written."""
     inventory, roots = _fleet(tmp_path, dpus=tuple(BAD))
     (inventory.parent / "host_vars").mkdir()
     for dpu, (values, _message) in BAD.items():

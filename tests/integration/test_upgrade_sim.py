@@ -13,7 +13,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import BIN, changed_count, make_sim_inventory, run_playbook, twin_state
+from conftest import BIN, changed_count, make_sim_inventory, run_playbook, twin_state, twin_tool
 
 PLAYBOOK = "playbooks/upgrade.yml"
 ROLLBACK = "playbooks/rollback.yml"
@@ -23,6 +23,19 @@ OLD_RELEASE = "bf-bundle-2.9.1-40_24.11-ubuntu-22.04_prod"
 NEW_RELEASE = "bf-bundle-2.9.2-31_25.02_ubuntu-22.04_prod"
 DPUS = ["sim01-dpu", "sim02-dpu", "sim03-dpu", "sim04-dpu"]
 PASSWORD_HASH = "$1$3B0RIrfX$TlHry93NFUJzg3Nya00rE1"  # bf.cfg ubuntu_PASSWORD (as test_firmware_images_sim)
+CARD = "/dev/mst/mt41692_pciconf0"
+GATE = "Health gate, the node runs the target and its links are up (step 'health gate')"
+GATE_READ = "Health gate, read the links and what the node runs, in one run (step 'health gate')"
+RESTORE = "Restore the host restriction with its flags (step 'restore restriction')"
+# The firmware role's tasks after its plans: where nothing is to be installed, burnt, written or reset it ends before.
+AFTER_THE_PLANS = ("Install the BFB from the host over rshim (the DPU reboots itself)",
+                   "Burn the NIC firmware (it runs after the reset below)",
+                   "Write the NV configuration (Next Boot)",
+                   "Request the reset that activates what is pending",
+                   "Did this run write to the card or reset it",
+                   "Read what is still pending (reads only)",
+                   "Read the NV configuration again (reads only)",
+                   "Nothing is pending and Next Boot holds what was asked")
 
 
 def dpusim(*argv):
@@ -94,6 +107,13 @@ def batches(run):
 def failures(run):
     return {e["event_data"]["host"]: e["event_data"]["res"] for e in run["events"]
             if e.get("event") == "runner_on_failed" and not e["event_data"].get("ignore_errors")}
+
+
+def passed(run, task):
+    """Hosts that passed through ``task``: it ran, failed or was skipped there (ended before it: none)."""
+    return sorted(e["event_data"]["host"] for e in run["events"]
+                  if e.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped")
+                  and e["event_data"].get("task") == task)
 
 
 def results(run, task):
@@ -170,6 +190,34 @@ def test_second_run_changes_nothing(fleet):
     after = snapshot(fleet)
     for name in before:
         assert before[name]["cards"] == after[name]["cards"], name
+    # Every node at the target: the firmware role ends after its plans, the gate still reads and checks each node,
+    # and a node whose restriction is as 'read versions' saw it ends before the restore.
+    for task in AFTER_THE_PLANS:
+        assert passed(run, task) == [], "%s: the firmware role went on with nothing to do" % task
+    assert passed(run, GATE_READ) == DPUS and passed(run, GATE) == DPUS
+    assert passed(run, RESTORE) == [], "the restriction was as 'read versions' saw it on every node"
+    assert passed(run, "A BlueField in DPU mode is upgraded from its Arm side, a GPU host only when it lists no DPU "
+                       "(firmware_run_on)") == ["sim01-dpu"], "one task for the play, on its first host"
+
+
+def test_a_setting_pending_on_one_card_brings_back_the_reset_there_alone(fleet):
+    """NV configuration written by hand (Next Boot, pending) on one DPU: the reset plan sees it; that node alone
+    resets and checks that nothing is pending; the others end after their plans."""
+    assert twin_tool(fleet["state"] / "sim02-dpu", "mlxconfig", "-d", CARD, "-y", "set",
+                     "NUM_OF_VFS=8").returncode == 0
+    before = snapshot(fleet)
+    run = upgrade(fleet, "-e", vars_file(fleet, "serial-13", {"upgrade_serial": ["1", "3"]}))
+    assert sorted(run["stats"].get("changed") or {}) == ["sim02-dpu"], run["stdout"][-3000:]
+    assert passed(run, "Reset NIC firmware") == ["sim02-dpu"]
+    for task in ("Request the reset that activates what is pending",
+                 "Nothing is pending and Next Boot holds what was asked"):
+        assert passed(run, task) == ["sim02-dpu"], task
+    assert all(passed(run, task) in ([], ["sim02-dpu"]) for task in AFTER_THE_PLANS)
+    assert card(fleet, "sim02-dpu")["mlxconfig"]["current"]["NUM_OF_VFS"] == 8
+    after = snapshot(fleet)
+    for name in before:  # sim02 sees the same card
+        if name not in ("sim02", "sim02-dpu"):
+            assert before[name]["cards"] == after[name]["cards"], name
 
 
 def test_rollback_returns_a_node_to_its_recorded_versions(fleet):
