@@ -92,3 +92,16 @@ def test_a_node_that_holds_everything_runs_no_module_and_one_break_brings_back_o
     reset = run_playbook("site.yml", inventory, *ARGS, "-e", "bluefleet_card_reset=true")
     assert ran(reset, APPLY) == (HOSTS, []) and ran(reset, FILES) == (HOSTS, [])
     assert published(reset) == published(first)  # from the module's read
+
+    # A reset fact set on one node only (as the firmware role sets firmware_card_reset on the node it reset): on the
+    # DPU it also stales its GPU host's read (a DPU reset clears the host's runtime settings), on the GPU host only
+    # that host's.
+    host_vars = inventory.parent / "host_vars"
+    host_vars.mkdir()
+    (host_vars / "sim01-dpu.yml").write_text("firmware_card_reset: true\n")
+    dpu_reset = run_playbook("site.yml", inventory, *ARGS)
+    assert ran(dpu_reset, APPLY) == (HOSTS, []), ran(dpu_reset, APPLY)
+    (host_vars / "sim01-dpu.yml").unlink()
+    (host_vars / "sim01.yml").write_text("switchdev_card_reset: true\n")
+    host_reset = run_playbook("site.yml", inventory, *ARGS)
+    assert ran(host_reset, APPLY) == (["sim01"], []), ran(host_reset, APPLY)
