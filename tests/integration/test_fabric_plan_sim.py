@@ -65,8 +65,8 @@ def test_a_node_that_holds_everything_runs_no_module_and_one_break_brings_back_o
     assert published(second)["sim01-dpu"]["bluefleet_roce"]["netdevs"] == ["p0", "p1"]
     assert not (second["stats"].get("changed") or {}), second["stdout"][-3000:]
     # opensm on this RoCE fabric: nothing to set, valid settings; the role ends before its first task.
-    assert passed(second, "opensm") == dict.fromkeys(HOSTS, [t for t in passed(second, "opensm")["sim01"]
-                                                            if t.startswith("Validating arguments")])
+    opensm_argspec = [t for t in passed(second, "opensm")["sim01"] if t.startswith("Validating arguments")]
+    assert passed(second, "opensm") == dict.fromkeys(HOSTS, opensm_argspec)
 
     # One setting broken by hand on the DPU: roce_qos runs there alone and puts it back. Its change makes the read
     # stale on that node (bluefleet_changed_at), so the boot files are compared by the files module there: no change.
