@@ -16,6 +16,18 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
+# The firmware role's tasks after its plans: where nothing is to be installed, burnt, written or reset it ends
+# before them (test_firmware_sim, test_upgrade_sim).
+FIRMWARE_AFTER_THE_PLANS = ("Install the BFB from the host over rshim (the DPU reboots itself)",
+                            "Burn the NIC firmware (it runs after the reset below)",
+                            "Write the NV configuration (Next Boot)",
+                            "Request the reset that activates what is pending",
+                            "Did this run write to the card or reset it",
+                            "Read what is still pending (reads only)",
+                            "Read the NV configuration again (reads only)",
+                            "Nothing is pending and Next Boot holds what was asked")
+
+
 def make_sim_inventory(directory: Path, nodes: int = 2, profile: str = "bluefield3") -> Path:
     """A sim inventory of ``nodes`` pairs with its own twin state under ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -10,20 +10,12 @@ from __future__ import annotations
 import os
 import subprocess
 
+from conftest import FIRMWARE_AFTER_THE_PLANS as AFTER_THE_PLANS
 from conftest import ROOT, changed_count, make_sim_inventory, run_playbook, twin_state, twin_tool
 
 PLAYBOOK = "playbooks/firmware.yml"
 SIM_POWER_CYCLE = "firmware_power_cycle_method: command\nfirmware_power_cycle_command: [dpusim, power-cycle]\n"
 CARD = "/dev/mst/mt41692_pciconf0"
-# The role's tasks after its plans: where nothing is to be written or reset it ends before them.
-AFTER_THE_PLANS = ("Install the BFB from the host over rshim (the DPU reboots itself)",
-                   "Burn the NIC firmware (it runs after the reset below)",
-                   "Write the NV configuration (Next Boot)",
-                   "Request the reset that activates what is pending",
-                   "Did this run write to the card or reset it",
-                   "Read what is still pending (reads only)",
-                   "Read the NV configuration again (reads only)",
-                   "Nothing is pending and Next Boot holds what was asked")
 
 
 def fleet(tmp_path, nodes, variables):

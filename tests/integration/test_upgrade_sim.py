@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 from conftest import BIN, changed_count, make_sim_inventory, run_playbook, twin_state, twin_tool
+from conftest import FIRMWARE_AFTER_THE_PLANS as AFTER_THE_PLANS
 
 PLAYBOOK = "playbooks/upgrade.yml"
 ROLLBACK = "playbooks/rollback.yml"
@@ -27,15 +28,6 @@ CARD = "/dev/mst/mt41692_pciconf0"
 GATE = "Health gate, the node runs the target and its links are up (step 'health gate')"
 GATE_READ = "Health gate, read the links and what the node runs, in one run (step 'health gate')"
 RESTORE = "Restore the host restriction with its flags (step 'restore restriction')"
-# The firmware role's tasks after its plans: where nothing is to be installed, burnt, written or reset it ends before.
-AFTER_THE_PLANS = ("Install the BFB from the host over rshim (the DPU reboots itself)",
-                   "Burn the NIC firmware (it runs after the reset below)",
-                   "Write the NV configuration (Next Boot)",
-                   "Request the reset that activates what is pending",
-                   "Did this run write to the card or reset it",
-                   "Read what is still pending (reads only)",
-                   "Read the NV configuration again (reads only)",
-                   "Nothing is pending and Next Boot holds what was asked")
 
 
 def dpusim(*argv):
