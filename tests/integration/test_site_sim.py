@@ -82,8 +82,8 @@ KNOWN_READS = {"Read what the node runs (step 'read versions')": "The node has a
                "Look for nft": "Write the ruleset (checked with nft -c first)",
                # preflight read the reset levels where the node configures its card: the reset is planned from it
                "Plan the reset (fails here, before any write, when the reset needed is not available)":
-               "Plan the reset from the read of the card (fails here, before any write, when the reset needed is not "
-               "available)",
+               "Plan the reset from the read of the card where it answers (fails here, before any write, when the "
+               "reset needed is not available)",
                "Health gate, read the links and what the node runs, in one run (step 'health gate')":
                "Health gate, the node runs the target and its links are up (step 'health gate')"}
 

@@ -167,6 +167,11 @@ def test_rerun_after_the_fault_completes_canary_then_batch(fleet):
     assert dict(privhost["current"], **privhost.get("pending", {}))["disable_tracer"] is True
     lifted = results(run, "Lift the host restriction for the upgrade (step 'lift restriction')")
     assert lifted["sim03-dpu"]["changed"] and lifted["sim03-dpu"]["previous_level"] == "RESTRICTED"
+    # the node with a blocker (sim02) and the restricted one (sim03) go through the whole preparation; an ordinary
+    # upgrade (sim04) only records its versions, and a node at the target (sim01) skips it
+    lift = "Lift the host restriction for the upgrade (step 'lift restriction')"
+    assert passed(run, lift) == ["sim02-dpu", "sim03-dpu"]
+    assert passed(run, "Write the record") == ["sim02-dpu", "sim03-dpu", "sim04-dpu"]
     record = json.loads((fleet["records"] / "sim03-dpu.json").read_text())
     assert record["previous"] == {"nic_firmware": OLD_FW, "nic_firmware_flashed": OLD_FW,
                                   "bfb_release": OLD_RELEASE, "host_level": "RESTRICTED",
