@@ -51,26 +51,16 @@ def test_facts_phase_sets_both_facts_and_gpu_info_only_on_gpu_hosts():
     by_module = {next(k for k in t if k.startswith(("bluefleet.", "ansible."))): t for t in tasks}
     assert "bluefleet.dpu.dpu_info" in by_module and "when" not in by_module["bluefleet.dpu.dpu_info"]
     assert "gpu_hosts" in by_module["bluefleet.dpu.gpu_info"]["when"]
-    (kept,) = [t for t in tasks if "ansible.builtin.set_fact" in t]
-    facts = kept["ansible.builtin.set_fact"]
-    assert list(facts) == ["preflight_dpu_info", "preflight_gpu_info", "bluefleet_dpu_info", "bluefleet_gpu_info"]
-    assert facts["preflight_gpu_info"].rstrip().endswith("else omit }}")
-    assert "gpu_hosts" in _load("vars", "main.yml")["__preflight_gpu_host"]
-    # the module results less these keys, for both
-    assert kept["vars"]["__preflight_result_keys"] == ["invocation", "changed", "failed"]
-    for name in ("dpu", "gpu"):
-        assert kept["vars"]["__preflight_%s_kept" % name].startswith("{{ __preflight_%s_info | dict2items" % name)
+    (kept,) = [t["ansible.builtin.set_fact"] for t in tasks if "ansible.builtin.set_fact" in t]
+    assert list(kept) == ["preflight_dpu_info", "preflight_gpu_info"]
+    assert "gpu_hosts" in kept["preflight_gpu_info"] and kept["preflight_gpu_info"].rstrip().endswith("else omit }}")
 
 
-def test_the_facts_task_publishes_them_under_the_collection_names():
-    """The role's facts task also publishes them as bluefleet_dpu_info / bluefleet_gpu_info (the later stages read
-    those); the playbook has no task of its own for it (one result per host less)."""
-    (kept,) = [t["ansible.builtin.set_fact"] for t in _load("tasks", "facts.yml") if "ansible.builtin.set_fact" in t]
-    assert kept["bluefleet_dpu_info"] == kept["preflight_dpu_info"]
-    assert kept["bluefleet_gpu_info"] == kept["preflight_gpu_info"]
+def test_playbook_publishes_the_facts_under_the_collection_names():
     play = yaml.safe_load((ROLE.parents[1] / "playbooks" / "preflight.yml").read_text(encoding="utf-8"))[0]
-    assert [r["role"] for r in play["roles"]] == ["bluefleet.dpu.preflight"]
-    assert "post_tasks" not in play and "tasks" not in play
+    (published,) = [t["ansible.builtin.set_fact"] for t in play["post_tasks"]]
+    assert published == {"bluefleet_dpu_info": "{{ preflight_dpu_info | default(omit) }}",
+                         "bluefleet_gpu_info": "{{ preflight_gpu_info | default(omit) }}"}
 
 
 def test_inputs_phase_covers_every_other_role():
