@@ -58,3 +58,26 @@ def test_stage_wiring():
     offload = _load("playbooks", "offload.yml")
     assert offload[-1]["name"] == "DPU offload: firewall" and "firewall" in offload[-1]["tags"]
     assert [r["role"] for r in offload[-1]["roles"]] == ["bluefleet.dpu.firewall"]
+
+
+def test_zero_trust_plan_task_renders_the_plan_once_per_fact():
+    """ansible-core 2.19 renders a task variable, and runs its filter, at each reference: each fact the plan task sets
+    names the plan once (it named it three times through an `in state` variable)."""
+    plan = _load("roles", "zero_trust", "tasks", "restrict.yml")[0]
+    facts = plan["ansible.builtin.set_fact"]
+    assert sorted(facts) == ["__zero_trust_plan", "zero_trust_host_restriction", "zero_trust_reset_required",
+                             "zero_trust_reset_required_by"]
+    for name, template in facts.items():
+        assert template.count("__zero_trust_answer") == 1, name
+    assert [v for v in plan["vars"] if "__zero_trust_answer" in str(plan["vars"][v])] == []
+
+
+def test_secure_boot_report_is_the_check():
+    """One assert reports the lifecycle (its message where the lifecycle is expected, or anything is) and fails with
+    the fix where it is not."""
+    tasks = _load("roles", "zero_trust", "tasks", "secure_boot.yml")
+    (report,) = [t for t in tasks if t["name"] == "Report the secure-boot lifecycle"]
+    check = report["ansible.builtin.assert"]
+    assert check["that"].startswith("zero_trust_secure_boot_expected | length == 0 or ")
+    assert "expected:" in check["success_msg"] and "change zero_trust_secure_boot_expected" in check["fail_msg"]
+    assert not [t for t in tasks if "ansible.builtin.debug" in t]

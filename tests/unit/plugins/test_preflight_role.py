@@ -79,3 +79,25 @@ def test_no_two_roles_share_an_input_name():
             assert name not in owner, "%s: in %s and %s" % (name, owner.get(name), role)
             owner[name] = role
     assert len(owner) > 100
+
+
+def test_pairing_is_one_task_for_both_sides():
+    (task,) = _load("tasks", "pairing.yml")
+    assert task["when"] == "inventory_hostname in groups['dpus'] or inventory_hostname in groups['gpu_hosts']"
+    that = task["ansible.builtin.assert"]["that"]
+    assert that == ["inventory_hostname not in groups['dpus'] or __preflight_dpu_paired",
+                    "inventory_hostname not in groups['gpu_hosts'] or __preflight_host_paired"]
+
+
+def test_inputs_error_path_is_included_with_the_phase_tags():
+    """A host whose inputs are valid goes through the validation and one skipped include; the include gives the
+    error path's tasks the phase's tags (without `apply`, --tags inputs would skip them and pass a bad input)."""
+    check, include = _load("tasks", "inputs.yml")
+    assert check["register"] == "__preflight_inputs_all"
+    assert include["ansible.builtin.include_tasks"] == {"file": "inputs_failed.yml",
+                                                        "apply": {"tags": ["preflight", "inputs"]}}
+    assert include["when"] == "__preflight_inputs_all.argument_errors | default([]) | length > 0"
+    named, valid = _load("tasks", "inputs_failed.yml")
+    assert named["loop"] == "{{ preflight_input_roles }}"
+    assert valid["ansible.builtin.assert"]["that"][0] == \
+        "__preflight_inputs_all.argument_errors | default([]) | length == 0"
