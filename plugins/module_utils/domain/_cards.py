@@ -22,7 +22,6 @@ Errors are ``_tooling.ToolError`` with the command that explains them. No Ansibl
 from __future__ import annotations
 
 import os
-import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import card_state
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn, parse_flint_query
@@ -30,6 +29,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig i
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwmanager import parse_mlxfwmanager_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import parse_mlxfwreset_query
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import parse_mst_status
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError, parse_output, run_tool
 
@@ -42,11 +42,11 @@ MSTFLINT_TOOLS = tuple(MSTFLINT_NAME.values())
 INSTALL_HINT = ("; install NVIDIA MFT (mlxconfig, flint, mlxfwreset, mst) or Debian/Ubuntu's mstflint package "
                 "(mstconfig, mstflint, mstfwreset, mstprivhost; it has no mst), or put the tool on PATH of the "
                 "task's environment")
-_MST_DEVICE_RE = re.compile(r"^(?:/dev/mst/)?mt\d+_pci(?:conf|cr)\d+(?:\.\d+)?$")
+_MST_DEVICE_RE = LazyPattern(r"^(?:/dev/mst/)?mt\d+_pci(?:conf|cr)\d+(?:\.\d+)?$")
 
-_FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
-_HOST_REP_RE = re.compile(r"^pf\d+hpf$")
-_BDF_SHORT_RE = re.compile(r"^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_FUNCTION_SUFFIX_RE = LazyPattern(r"\.\d+$")
+_HOST_REP_RE = LazyPattern(r"^pf\d+hpf$")
+_BDF_SHORT_RE = LazyPattern(r"^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
 def side_of(netdevs):
