@@ -555,14 +555,14 @@ class DpuInfo(ToolReader):
         return {"available": True, "tool": tool, "level3": level3, "sync1": sync1}
 
     def privilege(self, dev, side):
-        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import (
-            PARSERS as MLXPRIVHOST_PARSERS,
-        )
-
         if side != "dpu":
             return unavailable("mlxprivhost runs on the DPU's Arm side; this is the host side")
         if not dev["bluefield"]:
             return unavailable("%s is not a BlueField" % dev["device_type"])
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import (
+            PARSERS as MLXPRIVHOST_PARSERS,
+        )
+
         result = self.run(["mlxprivhost", "-d", dev["mst"], "q"], "query host privilege of %s with mlxprivhost"
                           % dev["mst"])
         if result is None:
@@ -604,11 +604,11 @@ class DpuInfo(ToolReader):
         return port_owners(ports, handles)
 
     def rshim(self, side):
+        if side != "host":
+            return unavailable("rshim is read from the host side; this is the DPU side")
         from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
         from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import PARSERS as RSHIM_PARSERS
 
-        if side != "host":
-            return unavailable("rshim is read from the host side; this is the DPU side")
         pattern = os.path.join(self.fs_root, "dev", "rshim*", "misc")
         devices = []
         for path in sorted(glob.glob(pattern)):
@@ -626,13 +626,13 @@ class DpuInfo(ToolReader):
         return {"available": True, "devices": devices}
 
     def dpu_os(self, side):
+        if side != "dpu":
+            return unavailable("bfver runs on the DPU's Arm side; this is the host side")
         from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import (
             PARSERS as BF_RELEASE_PARSERS,
         )
         from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 
-        if side != "dpu":
-            return unavailable("bfver runs on the DPU's Arm side; this is the host side")
         result = self.run(["bfver"], "query BFB and OS versions with bfver")
         if result is None:
             return unavailable(self.missing_reason("bfver"))
@@ -657,12 +657,12 @@ class DpuInfo(ToolReader):
         }
 
     def secure_boot(self, side):
+        if side != "dpu":
+            return unavailable("mlxbf-bootctl runs on the DPU's Arm side; this is the host side")
         from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import (
             PARSERS as BF_RELEASE_PARSERS,
         )
 
-        if side != "dpu":
-            return unavailable("mlxbf-bootctl runs on the DPU's Arm side; this is the host side")
         result = self.run(["mlxbf-bootctl"], "query secure-boot state with mlxbf-bootctl")
         if result is None:
             return unavailable(self.missing_reason("mlxbf-bootctl"))
