@@ -45,24 +45,31 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 HOST, DPU = "sim01", "sim01-dpu"
 NIC_VERSION = "32.43.1014"
+# The card of a bluefield3 twin as mst names it: the upgrade gives nic_firmware and fw_reset the card its read found.
+DEVICE = "/dev/mst/mt41692_pciconf0"
 
-# (name, host, module, arguments, check mode) of the cases run with their own arguments; "preflight" runs preflight's
-# facts tasks on both hosts instead (its dpu_info on each and its gpu_info on the GPU host).
+# (name, host, module, arguments, check mode) of the cases run with their own arguments (a module without a collection
+# is bluefleet.dpu's); "preflight" runs preflight's facts tasks on both hosts instead (its dpu_info on each and its
+# gpu_info on the GPU host). The floor: a module that imports ansible.module_utils.basic and does nothing (ping), what
+# any module run costs; a case's CPU above it is what the collection's code costs.
 CASES = (
+    ("floor: ansible.builtin.ping", DPU, "ansible.builtin.ping", {}, False),
     ("upgrade: dpu_info read versions", DPU, "dpu_info",
      {"filter": ["firmware", "privilege", "dpu_os", "nvconfig", "reset_levels"]}, False),
     ("upgrade: dpu_info health gate", DPU, "dpu_info", {"filter": ["firmware", "dpu_os", "rdma_links"]}, False),
     ("upgrade: nic_firmware (check mode)", DPU, "nic_firmware",
-     {"image": "{{ bench_nic_image }}", "version": NIC_VERSION}, True),
+     {"device": "{{ bench_device }}", "image": "{{ bench_nic_image }}", "version": NIC_VERSION}, True),
     ("upgrade: fw_reset (check mode)", DPU, "fw_reset",
-     {"changes": [{"kind": "nic_firmware", "name": "nic_firmware", "before": "32.41.1000", "after": NIC_VERSION}]},
+     {"device": "{{ bench_device }}",
+      "changes": [{"kind": "nic_firmware", "name": "nic_firmware", "before": "32.41.1000", "after": NIC_VERSION}]},
      True),
 )
 PREFLIGHT = (("preflight: dpu_info (DPU)", DPU, "dpu_info"), ("preflight: dpu_info (GPU host)", HOST, "dpu_info"),
              ("preflight: gpu_info", HOST, "gpu_info"))
 # The module runs of one upgrade of a node (playbooks/upgrade.yml with a NIC image: two reads, the burn and the reset;
 # the burn and the reset are measured in check mode, their reads and plans without the writes)
-UPGRADE = tuple(case[0] for case in CASES)
+UPGRADE = tuple(case[0] for case in CASES if case[0].startswith("upgrade: "))
+FLOOR = CASES[0][0]
 
 
 def parse_args(argv=None):
@@ -109,7 +116,7 @@ def playbook(payloads):
         plays.append({"name": name, "hosts": host, "gather_facts": False,
                       "environment": "{{ bluefleet_environment | default({}) }}",
                       "vars": {"ansible_remote_tmp": "%s/%d" % (payloads, index)},
-                      "tasks": [{"name": name, "bluefleet.dpu." + module: module_args, "check_mode": check_mode}]})
+                      "tasks": [{"name": name, fqcn(module): module_args, "check_mode": check_mode}]})
     return plays
 
 
@@ -119,9 +126,9 @@ def build_payloads(work, label, collections, inventory, env, image):
     book = work / ("payloads-%s.yml" % label)
     book.write_text(yaml.safe_dump(playbook(payloads), sort_keys=False))
     run_env = dict(env, ANSIBLE_KEEP_REMOTE_FILES="1", ANSIBLE_COLLECTIONS_PATH=str(collections))
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(book), "-e",
-                           "bench_nic_image=%s" % image], env=run_env, capture_output=True, text=True, cwd=str(ROOT),
-                          check=False, timeout=1800)
+    extra = "bench_nic_image=%s bench_device=%s" % (image, DEVICE)
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(book), "-e", extra],
+                          env=run_env, capture_output=True, text=True, cwd=str(ROOT), check=False, timeout=1800)
     if proc.returncode != 0:
         raise SystemExit("building the payloads (%s) failed:\n%s" % (label, (proc.stdout + proc.stderr)[-4000:]))
     found = {}
@@ -132,7 +139,12 @@ def build_payloads(work, label, collections, inventory, env, image):
     return found
 
 
+def fqcn(module):
+    return module if "." in module else "bluefleet.dpu." + module
+
+
 def one_payload(directory, module):
+    module = module.rsplit(".", 1)[-1]
     paths = sorted(directory.glob("ansible-tmp-*/AnsiballZ_%s.py" % module))
     if len(paths) != 1:
         raise SystemExit("expected one AnsiballZ_%s.py under %s, found %d" % (module, directory, len(paths)))
@@ -199,7 +211,7 @@ def run_bench(args):
     hosts = host_environment(inventory, dict(env, ANSIBLE_COLLECTIONS_PATH=str(collections["current"])))
     twin_log = work / "twin.log"
     run_env = dict(env, BENCH_TWIN_CPU_LOG=str(twin_log))
-    names = [name for name, _host, _module in PREFLIGHT] + list(UPGRADE)
+    names = [FLOOR] + [name for name, _host, _module in PREFLIGHT] + list(UPGRADE)
     samples = {label: {name: {"cpu": [], "twin": [], "wall": [], "tool_calls": []} for name in names}
                for label in checkouts}
     load_before = os.getloadavg()
@@ -222,6 +234,9 @@ def run_bench(args):
             cases[name][label] = {"module_cpu": summary(entry["cpu"]), "twin_cpu_median": round(
                 statistics.median(entry["twin"]), 4), "wall_median": round(statistics.median(entry["wall"]), 4),
                 "twin_tool_calls": entry["tool_calls"][0], "payload_bytes": payloads[label][name][1].stat().st_size}
+        for label in checkouts:
+            cases[name][label]["above_floor_median"] = round(
+                cases[name][label]["module_cpu"]["median"] - cases[FLOOR][label]["module_cpu"]["median"], 4)
         if args.baseline:
             cases[name]["current_vs_baseline"] = round(
                 cases[name]["current"]["module_cpu"]["median"] / cases[name]["baseline"]["module_cpu"]["median"], 3)
@@ -244,23 +259,24 @@ def run_bench(args):
 
 def table(result):
     labels = list(result["checkouts"])
-    head = "%-38s" % "module run (CPU-s, twin excluded)"
+    head = "%-42s" % "module run (CPU-s, twin excluded)"
     for label in labels:
-        head += " %9s %7s" % (label + " med", "min")
+        head += " %12s %6s %7s" % (label + " median", "min", "-floor")
     if "baseline" in labels:
         head += " %8s" % "cur/base"
-    lines = ["module cost: %d runs of each payload, load %.1f -> %.1f" % (
+    lines = ["module cost: %d runs of each payload, load %.1f -> %.1f (-floor: the median less the floor's)" % (
         result["runs"], result["loadavg_before"][0], result["loadavg_after"][0]), head]
     for name, case in result["cases"].items():
-        line = "%-38s" % name
+        line = "%-42s" % name
         for label in labels:
-            line += " %9.3f %7.3f" % (case[label]["module_cpu"]["median"], case[label]["module_cpu"]["min"])
+            line += " %12.3f %6.3f %7.3f" % (case[label]["module_cpu"]["median"], case[label]["module_cpu"]["min"],
+                                            case[label]["above_floor_median"])
         if "current_vs_baseline" in case:
             line += " %8.2f" % case["current_vs_baseline"]
         lines.append(line)
-    line = "%-38s" % "one upgrade (the 4 upgrade runs, medians)"
+    line = "%-42s" % "one upgrade (its 4 module runs, medians)"
     for label in labels:
-        line += " %9.3f %7s" % (result["upgrade_module_cpu"][label], "")
+        line += " %12.3f %6s %7s" % (result["upgrade_module_cpu"][label], "", "")
     if "upgrade_current_vs_baseline" in result:
         line += " %8.2f" % result["upgrade_current_vs_baseline"]
     lines.append(line)
