@@ -15,8 +15,8 @@ process and nothing of Ansible's controller:
    change from one run to the next, and each run's result must not be failed.
 
 With ``--baseline DIR`` (another checkout of the collection, e.g. a worktree of main) the payloads are built from both
-checkouts with the same playbook and arguments, and their runs alternate (current, baseline, current, ...), so that the
-machine's load moves both sides alike: the ratio current / baseline is the figure to read.
+checkouts with the same playbook and arguments, and their runs alternate (current, baseline, then baseline, current,
+...), so that the machine's load moves both sides alike: the ratio current / baseline is the figure to read.
 
 Usage:
     .venv/bin/python bench/module_cost/run.py --runs 10 [--baseline /work/wt/main-base] [--json out.json]
@@ -215,9 +215,10 @@ def run_bench(args):
     samples = {label: {name: {"cpu": [], "twin": [], "wall": [], "tool_calls": []} for name in names}
                for label in checkouts}
     load_before = os.getloadavg()
-    for _ in range(args.runs):
+    for index in range(args.runs):
         for name in names:
-            for label in checkouts:  # alternate: both sides see the same load
+            # alternate: both sides see the same load, and each goes first in every other round
+            for label in list(checkouts)[:: 1 if index % 2 == 0 else -1]:
                 host, path = payloads[label][name]
                 interpreter, environment = hosts[host]
                 cpu, twin, wall, calls = run_payload(path, interpreter, environment, run_env, twin_log)
