@@ -382,26 +382,9 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import
     side_of,
     supported_resets,
 )
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch import PORTS_ARGV, port_owners
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._ipsec_offload import read_section
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._lineinfile import holds_line
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._rdma_links import summarize_links
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import read_netdev
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import PARSERS as BF_RELEASE_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import PARSERS as DEVLINK_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import PARSERS as FLINT_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import PARSERS as MLXCONFIG_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import PARSERS as MLXFWRESET_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import PARSERS as MLXPRIVHOST_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import PARSERS as MST_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import PARSERS as RDMA_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import PARSERS as RSHIM_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import file_state
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._rdma_read import read_rdma
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import RunOnce, ToolRunner, version_line
-from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import REQUIREMENTS, check_tools
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import REQUIREMENTS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
     ToolReader,
@@ -411,6 +394,9 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     timeout_spec,
     unavailable,
 )
+
+# Each section imports its parser and domain code in the method that reads it: a module run is a fresh process that
+# imports (and compiles) every file it imports from the AnsiballZ zip, and a run reads only the sections asked for.
 
 SECTIONS = ("firmware", "nvconfig", "mode", "reset_levels", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot",
             "tool_versions", "rdma_links", "tools", "roce", "files", "ipsec_offload")
@@ -471,6 +457,8 @@ class DpuInfo(ToolReader):
 
     # -- per card ---------------------------------------------------------------------------------
     def firmware(self, dev):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import PARSERS as FLINT_PARSERS
+
         result = self.run(["flint", "-d", dev["mst"], "q"], "query firmware of %s with flint" % dev["mst"])
         if result is None:
             return unavailable(self.missing_reason("flint"))
@@ -493,6 +481,10 @@ class DpuInfo(ToolReader):
         }
 
     def nvconfig(self, dev):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import (
+            PARSERS as MLXCONFIG_PARSERS,
+        )
+
         what = "mlxconfig -d %s -e q" % dev["mst"]
         result = self.run(["mlxconfig", "-d", dev["mst"], "-e", "q"], "query configuration of %s with mlxconfig"
                           % dev["mst"])
@@ -516,6 +508,8 @@ class DpuInfo(ToolReader):
 
     @staticmethod
     def mode_of(dev, params, column):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value
+
         if not dev["bluefield"]:
             return "nic"
         model = params.get("INTERNAL_CPU_MODEL")
@@ -545,6 +539,10 @@ class DpuInfo(ToolReader):
         ``tool``: ``mlxfwreset``, or mstflint's ``mstfwreset``, which cannot open an mst device file and is given
         the card's PCI address.
         """
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import (
+            PARSERS as MLXFWRESET_PARSERS,
+        )
+
         device = dev["mst"]
         if tool != "mlxfwreset" and dev["pci"]:
             device = full_bdf(dev["pci"])
@@ -561,6 +559,10 @@ class DpuInfo(ToolReader):
             return unavailable("mlxprivhost runs on the DPU's Arm side; this is the host side")
         if not dev["bluefield"]:
             return unavailable("%s is not a BlueField" % dev["device_type"])
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxprivhost import (
+            PARSERS as MLXPRIVHOST_PARSERS,
+        )
+
         result = self.run(["mlxprivhost", "-d", dev["mst"], "q"], "query host privilege of %s with mlxprivhost"
                           % dev["mst"])
         if result is None:
@@ -574,6 +576,8 @@ class DpuInfo(ToolReader):
 
     # -- once per machine ---------------------------------------------------------------------
     def eswitch(self):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import PARSERS as DEVLINK_PARSERS
+
         result = self.run(["devlink", "dev", "eswitch", "show"], "query eswitch modes with devlink")
         if result is None:
             return None
@@ -582,6 +586,9 @@ class DpuInfo(ToolReader):
     def ports(self):
         """eswitch's read of the devlink ports (``devlink -j port show``), or the reason (str) it failed: the section
         then answers nothing about netdevs, and the task does not fail."""
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch import PORTS_ARGV
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._devlink import PARSERS as DEVLINK_PARSERS
+
         try:
             result = self.run(list(PORTS_ARGV), "find the device of each netdev with devlink")
             if result is None:
@@ -590,9 +597,18 @@ class DpuInfo(ToolReader):
         except ToolError as exc:
             return exc.msg
 
+    @staticmethod
+    def port_owners(ports, handles):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._eswitch import port_owners
+
+        return port_owners(ports, handles)
+
     def rshim(self, side):
         if side != "host":
             return unavailable("rshim is read from the host side; this is the DPU side")
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import PARSERS as RSHIM_PARSERS
+
         pattern = os.path.join(self.fs_root, "dev", "rshim*", "misc")
         devices = []
         for path in sorted(glob.glob(pattern)):
@@ -612,6 +628,11 @@ class DpuInfo(ToolReader):
     def dpu_os(self, side):
         if side != "dpu":
             return unavailable("bfver runs on the DPU's Arm side; this is the host side")
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import (
+            PARSERS as BF_RELEASE_PARSERS,
+        )
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+
         result = self.run(["bfver"], "query BFB and OS versions with bfver")
         if result is None:
             return unavailable(self.missing_reason("bfver"))
@@ -638,6 +659,10 @@ class DpuInfo(ToolReader):
     def secure_boot(self, side):
         if side != "dpu":
             return unavailable("mlxbf-bootctl runs on the DPU's Arm side; this is the host side")
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import (
+            PARSERS as BF_RELEASE_PARSERS,
+        )
+
         result = self.run(["mlxbf-bootctl"], "query secure-boot state with mlxbf-bootctl")
         if result is None:
             return unavailable(self.missing_reason("mlxbf-bootctl"))
@@ -647,6 +672,9 @@ class DpuInfo(ToolReader):
         return out
 
     def rdma_links(self):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._rdma_links import summarize_links
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rdma import PARSERS as RDMA_PARSERS
+
         result = self.run(["rdma", "link", "show"], "read the RDMA ports with rdma link show")
         if result is None:
             return unavailable(self.missing_reason("rdma"))
@@ -655,6 +683,9 @@ class DpuInfo(ToolReader):
 
     def roce(self):
         """roce_qos's read of every RDMA netdev (see the option filter); per-netdev errors are kept, not raised."""
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._roce_qos import read_netdev
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._rdma_read import read_rdma
+
         asked = {"netdevs": self.roce_netdevs, "address": self.roce_address, "fs_root": self.fs_root,
                  "port": ROCE_PORT}
         try:
@@ -666,6 +697,9 @@ class DpuInfo(ToolReader):
         return {"available": True, "asked": asked, "rdma": rdma, "netdevs": netdevs}
 
     def file_states(self):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._lineinfile import holds_line
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import file_state
+
         paths = {}
         for path in self.files:
             try:
@@ -678,6 +712,16 @@ class DpuInfo(ToolReader):
                 paths[path]["has_lines"] = [line for line in self.file_lines[path]
                                             if paths[path]["file"] and holds_line(dest, line)]
         return {"available": True, "root": self.files_root, "paths": paths}
+
+    def ipsec_offload(self):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._ipsec_offload import read_section
+
+        return read_section(self.fs_root)
+
+    def tools(self):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import check_tools
+
+        return check_tools(self.versions, self.require)
 
     def tool_versions(self):
         versions = {}
@@ -734,7 +778,7 @@ class DpuInfo(ToolReader):
                         dev["eswitch"].update(ports=None, ports_reason=ports)
                     elif ports is not None:
                         handles = {"pci/" + full_bdf(fn["pci"]) for fn in dev["functions"] if fn["pci"]}
-                        dev["eswitch"]["ports"] = port_owners(ports, handles)
+                        dev["eswitch"]["ports"] = self.port_owners(ports, handles)
             if "privilege" in want:
                 dev["privilege"] = self.privilege(dev, side)
             fw_pending = bool(dev.get("firmware", {}).get("pending_reset"))
@@ -755,11 +799,11 @@ class DpuInfo(ToolReader):
         if "files" in want:
             out["files"] = self.file_states()
         if "ipsec_offload" in want:
-            out["ipsec_offload"] = read_section(self.fs_root)
+            out["ipsec_offload"] = self.ipsec_offload()
         if "tool_versions" in want:
             out["tool_versions"] = self.tool_versions()
         if "tools" in want:
-            out["tools"] = check_tools(self.versions, self.require)
+            out["tools"] = self.tools()
         out["tools_missing"] = list(self.missing)
         out["cmd"] = [list(argv) for argv in self.runner.cmd]
         return out

@@ -183,23 +183,6 @@ cmd:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._pci_acs import (
-    LSPCI,
-    LSPCI_WHAT,
-    UNIT,
-    acs_view,
-    devices_of,
-    read_unit,
-)
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._peermem import (
-    CONF,
-    MODULE,
-    conf_lists_module,
-    path_under,
-    read_registration,
-)
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lsmod import PARSERS as LSMOD_PARSERS
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nvidia_smi import PARSERS as NVIDIA_SMI_PARSERS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -209,6 +192,9 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     timeout_spec,
     unavailable,
 )
+
+# Each section imports its parser and domain code in the method that reads it (as dpu_info's sections do): a module
+# run imports and compiles every file it imports, afresh each run, and reads only the sections asked for.
 
 SECTIONS = ("gpus", "topology", "peermem", "tool_versions", "acs")
 # acs is asked for by name: the default stays what it was before the section existed.
@@ -249,6 +235,10 @@ class GpuInfo(ToolReader):
         self.smi_version = None
 
     def gpus(self):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nvidia_smi import (
+            PARSERS as NVIDIA_SMI_PARSERS,
+        )
+
         result = self.run(["nvidia-smi"], "list GPUs with nvidia-smi", allow_text=NO_DEVICES)
         if result is None:
             return unavailable("nvidia-smi not found on PATH")
@@ -267,6 +257,10 @@ class GpuInfo(ToolReader):
         return out
 
     def topology(self):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nvidia_smi import (
+            PARSERS as NVIDIA_SMI_PARSERS,
+        )
+
         result = self.run(["nvidia-smi", "topo", "-m"], "read the GPU-NIC topology with nvidia-smi topo -m",
                           allow_text=NO_DEVICES)
         if result is None:
@@ -282,6 +276,15 @@ class GpuInfo(ToolReader):
     def peermem(self):
         """peermem's read (module_utils.domain._peermem); lsmod missing leaves ``loaded`` null, an unreadable
         modules-load.d file ``persistent`` null with ``conf_error``."""
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._peermem import (
+            CONF,
+            MODULE,
+            conf_lists_module,
+            path_under,
+            read_registration,
+        )
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._lsmod import PARSERS as LSMOD_PARSERS
+
         registered, version, path = read_registration(self.fs_root)
         conf = path_under(self.files_root, CONF)
         out = {"registered": registered, "version": version, "sysfs_path": path, "sysfs_root": self.fs_root,
@@ -301,6 +304,16 @@ class GpuInfo(ToolReader):
     def acs(self):
         """pci_acs's read (module_utils.domain._pci_acs): the ACS capability of every device and the unit; a
         failed lspci makes the section unavailable, an unreadable unit sets ``unit_error``."""
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._pci_acs import (
+            LSPCI,
+            LSPCI_WHAT,
+            UNIT,
+            acs_view,
+            devices_of,
+            read_unit,
+        )
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._peermem import path_under
+
         unit_path = path_under(self.files_root, UNIT)
         out = {"root": self.files_root, "unit_path": unit_path}
         try:

@@ -113,10 +113,9 @@ msg:
   type: str
 """
 
-import re
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._nccl import parse_all_reduce
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
@@ -125,8 +124,8 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     timeout_spec,
 )
 
-SIZE_RE = re.compile(r"^\d+[KMGkmg]?$")
-ENV_RE = re.compile(r"^NCCL_[A-Z0-9_]+$")
+SIZE_RE = LazyPattern(r"^\d+[KMGkmg]?$")
+ENV_RE = LazyPattern(r"^NCCL_[A-Z0-9_]+$")
 SLOW_HINT = ("check the NCCL settings (NCCL_IB_HCA = the NICs closest to the GPUs, NCCL_IB_GID_INDEX, NCCL_IB_TC: "
              "playbooks/fabric.yml --tags nccl), nvidia_peermem (--tags gpudirect) and the RoCE QoS (--tags roce)")
 

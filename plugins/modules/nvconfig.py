@@ -191,7 +191,6 @@ tool_version:
 """
 
 import difflib
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import (
@@ -202,6 +201,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import largest, param_reset
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_set, split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner, version_line
@@ -232,9 +232,9 @@ MODE_PARAMS = {
 }
 
 MISSING_HINT = INSTALL_HINT
-_NAMED_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\((?P<number>-?\d+)\)$")
-_INT_RE = re.compile(r"^-?\d+$")
-_HEX_RE = re.compile(r"^0[xX][0-9a-fA-F]+$")
+_NAMED_RE = LazyPattern(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\((?P<number>-?\d+)\)$")
+_INT_RE = LazyPattern(r"^-?\d+$")
+_HEX_RE = LazyPattern(r"^0[xX][0-9a-fA-F]+$")
 
 
 class Desired:

@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
+
 SUCCESS_MARKERS = ("Installation finished", "DPU is ready", "Linux up", "Rebooting...", "In Enhanced NIC mode",
                    "Runtime upgrade finished")
-_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                          r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_KEY_RE = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HOSTNAME_RE = LazyPattern(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                           r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 # crypt(3) hashes as `openssl passwd -1` / mkpasswd print them: $id$[rounds=N$]salt$hash (MD5, SHA-256,
 # SHA-512, yescrypt).
-_CRYPT_RE = re.compile(r"^\$(1|5|6|y|gy|7|2[abxy]?)\$[^\s']+$")
-_DEV_INFO_RE = re.compile(r"BlueField-(\d+)")
-_SECRET_NAME_RE = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|_KEY$", re.IGNORECASE)
+_CRYPT_RE = LazyPattern(r"^\$(1|5|6|y|gy|7|2[abxy]?)\$[^\s']+$")
+_DEV_INFO_RE = LazyPattern(r"BlueField-(\d+)")
+_SECRET_NAME_RE = LazyPattern(r"PASSWORD|PASSWD|SECRET|TOKEN|_KEY$", re.IGNORECASE)
 MASK = "********"
 
 

@@ -17,19 +17,16 @@
   ("Unable to parse device name", mstflint mtcr_ul/mtcr_ul_com.c): ``check_device()`` says so before running.
 
 Errors are ``_tooling.ToolError`` with the command that explains them. No AnsibleModule import.
+
+Each function imports the parser it runs when it runs it: every module imports this file, few run every tool (dpu_info
+uses only the helpers), and a module run imports and compiles every file it imports, afresh each run.
 """
 
 from __future__ import annotations
 
 import os
-import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import card_state
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn, parse_flint_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwmanager import parse_mlxfwmanager_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import parse_mlxfwreset_query
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import parse_mst_status
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import error_reason
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError, parse_output, run_tool
 
@@ -42,11 +39,11 @@ MSTFLINT_TOOLS = tuple(MSTFLINT_NAME.values())
 INSTALL_HINT = ("; install NVIDIA MFT (mlxconfig, flint, mlxfwreset, mst) or Debian/Ubuntu's mstflint package "
                 "(mstconfig, mstflint, mstfwreset, mstprivhost; it has no mst), or put the tool on PATH of the "
                 "task's environment")
-_MST_DEVICE_RE = re.compile(r"^(?:/dev/mst/)?mt\d+_pci(?:conf|cr)\d+(?:\.\d+)?$")
+_MST_DEVICE_RE = LazyPattern(r"^(?:/dev/mst/)?mt\d+_pci(?:conf|cr)\d+(?:\.\d+)?$")
 
-_FUNCTION_SUFFIX_RE = re.compile(r"\.\d+$")
-_HOST_REP_RE = re.compile(r"^pf\d+hpf$")
-_BDF_SHORT_RE = re.compile(r"^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_FUNCTION_SUFFIX_RE = LazyPattern(r"\.\d+$")
+_HOST_REP_RE = LazyPattern(r"^pf\d+hpf$")
+_BDF_SHORT_RE = LazyPattern(r"^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
 def side_of(netdevs):
@@ -73,6 +70,8 @@ def pci_device(pci):
 
 def read_mst(runner, missing_hint=""):
     """Run and parse ``mst status -v`` to find a card; returns ``(functions, result)``."""
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import parse_mst_status
+
     result = run_tool(runner, list(MST_STATUS_ARGV), "find the card with mst status -v", missing_hint=missing_hint)
     return parse_output(parse_mst_status, result, "find the card")["devices"], result
 
@@ -176,6 +175,8 @@ def query_nvconfig(runner, device, tool="mlxconfig", missing_hint=""):
 
     Error lines in the output, or no device block, raise ToolError.
     """
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import parse_mlxconfig_query
+
     what = "query NV configuration of %s" % device
     check_device(tool, device)
     result = run_tool(runner, nvconfig_query_argv(tool, device), what, missing_hint=missing_hint)
@@ -188,6 +189,8 @@ def query_nvconfig(runner, device, tool="mlxconfig", missing_hint=""):
 def flint_versions(runner, device, what, allow_missing=False, tool="flint"):
     """``{"flashed", "running"}`` from ``TOOL -d DEVICE q`` (``flint`` or ``mstflint``; running = flashed when
     it prints no running line); None when the tool is missing and ``allow_missing``."""
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_query
+
     check_device(tool, device)
     result = run_tool(runner, flint_query_argv(tool, device), what, allow_missing=allow_missing)
     if result is None:
@@ -272,6 +275,8 @@ class Card:
 
     def pending(self, device):
         """``{"device_type", "bluefield", "mode", "nvconfig": {NAME: (current, next)}, "firmware": {...}}``."""
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._reset_plan import card_state
+
         for tool in (self.config_tool, self.flint_tool, self.reset_tool):
             check_device(tool, device)
         dev = query_nvconfig(self.runner, device, self.config_tool, missing_hint=INSTALL_HINT)[0]
@@ -281,6 +286,8 @@ class Card:
 
     def levels(self, device):
         """``(level 3 supported, sync 1 supported)``; both false when mlxfwreset is missing."""
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwreset import parse_mlxfwreset_query
+
         what = "query reset levels of %s" % device
         result = run_tool(self.runner, reset_query_argv(self.reset_tool, device), what, allow_missing=True)
         if result is None:
@@ -291,6 +298,8 @@ class Card:
         return run_tool(self.runner, argv, what)
 
     def parse_query(self, result, what):
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_query
+
         data = parse_output(parse_flint_query, result, what)
         if data["errors"]:
             raise ToolError("%s failed: %s" % (what, data["errors"][0]), result)
@@ -314,6 +323,11 @@ class Card:
 
     def burn(self, tool, image, cross_psid, downgrade):
         """One burn; returns the result. Raises ToolError for any failure the tool reports."""
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._flint import parse_flint_burn
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxfwmanager import (
+            parse_mlxfwmanager_query,
+        )
+
         argv = burn_argv(tool, self.device, image, cross_psid, downgrade)
         what = "burn %s to %s with %s" % (image, self.device, tool)
         result = self.runner.run(argv)

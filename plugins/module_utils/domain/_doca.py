@@ -21,7 +21,8 @@ Pure: no I/O, no AnsibleModule. ``DocaError`` for bad input (the module fails be
 from __future__ import annotations
 
 import hashlib
-import re
+
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
 
 try:
     import yaml
@@ -68,11 +69,11 @@ SERVICES = {
     },
 }
 
-_DIGEST = re.compile(r"^[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
-                     r"@sha256:[0-9a-f]{64}$")
-_TAGGED = re.compile(r"^(?P<repo>[a-z0-9]+(?:[._:/-][a-z0-9]+)*):(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$")
-_VERSION_TAG = re.compile(r"^v?[0-9]+(?:\.[0-9]+)+(?:[-_.+][A-Za-z0-9.]+)*$")
-_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_DIGEST = LazyPattern(r"^[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+                      r"@sha256:[0-9a-f]{64}$")
+_TAGGED = LazyPattern(r"^(?P<repo>[a-z0-9]+(?:[._:/-][a-z0-9]+)*):(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$")
+_VERSION_TAG = LazyPattern(r"^v?[0-9]+(?:\.[0-9]+)+(?:[-_.+][A-Za-z0-9.]+)*$")
+_FILE_NAME = LazyPattern(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
 class DocaError(ValueError):
@@ -201,7 +202,7 @@ def pinned_images(doc):
     return [ctr.get("image") for ctr in doc["spec"]["containers"]]
 
 
-_BDEV = re.compile(r"^(?P<target>.+)n(?P<ns>[0-9]+)$")
+_BDEV = LazyPattern(r"^(?P<target>.+)n(?P<ns>[0-9]+)$")
 SNAP_FIX = "fix doca_services_snap_targets / doca_services_snap_controllers / doca_services_snap_namespaces"
 
 

@@ -19,9 +19,8 @@ Errors are ``_tooling.ToolError``. No AnsibleModule import, no I/O.
 
 from __future__ import annotations
 
-import re
-
 from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import full_bdf
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import device_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._diff import make_diff
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -34,7 +33,7 @@ KEYS = ("mode", "inline_mode", "encap_mode")
 PORTS_ARGV = ("devlink", "-j", "port", "show")
 MUTUALLY_EXCLUSIVE = [("device", "netdev", "netdevs")]
 REQUIRED_ONE_OF = [("device", "netdev", "netdevs")]
-_BDF_RE = re.compile(r"^(?:pci/)?(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])$")
+_BDF_RE = LazyPattern(r"^(?:pci/)?(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])$")
 
 
 def argument_spec():

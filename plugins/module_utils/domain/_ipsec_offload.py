@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import fs_root_spec
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
 
 KEY = "IPSEC_FULL_OFFLOAD"
 CONF_PATH = "/etc/mellanox/mlnx-bf.conf"
-_ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?%s=(.*)$" % KEY)
+_ASSIGN_RE = LazyPattern(r"^\s*(?:export\s+)?%s=(.*)$" % KEY)
 
 
 def argument_spec():

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mlxconfig import split_value
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
 
 RESETS = ("none", "driver_restart", "firmware_reset", "warm_reboot", "power_cycle")
 
@@ -47,21 +48,21 @@ DISRUPTION = {
 _FW_RESET_RULE = ("firmware_reset", "mlxconfig writes Next Boot; mlxfwreset level 3, a reboot or a power cycle "
                   "activates it (hardware-facts 2: NCO #188, SRIOV #1082, #449)")
 _PARAM_RULES = (
-    (re.compile(r"^INTERNAL_CPU_(MODEL|OFFLOAD_ENGINE)$"), "power_cycle",
+    (LazyPattern(r"^INTERNAL_CPU_(MODEL|OFFLOAD_ENGINE)$"), "power_cycle",
      "DPU/NIC mode parameter: needs an AC power cycle (hardware-facts 2 and 3, BMC docs)"),
-    (re.compile(r"^INTERNAL_CPU_(PAGE_SUPPLIER|ESWITCH_MANAGER|IB_VPORT0)$"), "power_cycle",
+    (LazyPattern(r"^INTERNAL_CPU_(PAGE_SUPPLIER|ESWITCH_MANAGER|IB_VPORT0)$"), "power_cycle",
      "part of the BlueField-2 mode set; 'Persistent through AC cycle' in the UEFI menu; conservative: "
      "treated like the mode parameters"),
-    (re.compile(r"^INTERNAL_CPU_"), "power_cycle",
+    (LazyPattern(r"^INTERNAL_CPU_"), "power_cycle",
      "BlueField internal CPU parameter: no activation fact found; conservative: power cycle"),
-    (re.compile(r"^(SRIOV_EN|NUM_OF_VFS|NUM_OF_PF|NUM_PF_MSIX.*|NUM_VF_MSIX|PF_.*|VF_.*|LINK_TYPE_P\d+|"
-                r"NVME_EMULATION_.*|VIRTIO_.*|PCI_SWITCH_EMULATION_.*|PCI_DOWNSTREAM_PORT_OWNER|ATS_ENABLED|"
-                r"ADVANCED_PCI_SETTINGS|MAX_ACC_OUT_READ|PCI_WR_ORDERING|ROCE_.*|FLEX_.*|PROG_PARSE_GRAPH|"
-                r"HIDE_PORT2_PF|LAG_RESOURCE_ALLOCATION|MEMIC_.*|HOST_CHAINING_.*|ESWITCH_HAIRPIN_.*|"
-                r"STRICT_VF_MSIX_NUM|NON_PREFETCHABLE_PF_BAR|PER_PF_NUM_SF|DPA_AUTHENTICATION|"
-                r"INT_LOG_MAX_PAYLOAD_SIZE|PCIE_CREDIT_TOKEN_TIMEOUT|RT_PPS_ENABLED_ON_POWERUP|"
-                r"ACCURATE_TX_SCHEDULER|PARTIAL_RESET_EN|RESET_WITH_HOST_ON_ERRORS|CQE_COMPRESSION|"
-                r"KEEP_.*_LINK_UP.*|LLDP_NB_.*|MODULE_SPLIT_M\d+)$"),) + _FW_RESET_RULE,
+    (LazyPattern(r"^(SRIOV_EN|NUM_OF_VFS|NUM_OF_PF|NUM_PF_MSIX.*|NUM_VF_MSIX|PF_.*|VF_.*|LINK_TYPE_P\d+|"
+                 r"NVME_EMULATION_.*|VIRTIO_.*|PCI_SWITCH_EMULATION_.*|PCI_DOWNSTREAM_PORT_OWNER|ATS_ENABLED|"
+                 r"ADVANCED_PCI_SETTINGS|MAX_ACC_OUT_READ|PCI_WR_ORDERING|ROCE_.*|FLEX_.*|PROG_PARSE_GRAPH|"
+                 r"HIDE_PORT2_PF|LAG_RESOURCE_ALLOCATION|MEMIC_.*|HOST_CHAINING_.*|ESWITCH_HAIRPIN_.*|"
+                 r"STRICT_VF_MSIX_NUM|NON_PREFETCHABLE_PF_BAR|PER_PF_NUM_SF|DPA_AUTHENTICATION|"
+                 r"INT_LOG_MAX_PAYLOAD_SIZE|PCIE_CREDIT_TOKEN_TIMEOUT|RT_PPS_ENABLED_ON_POWERUP|"
+                 r"ACCURATE_TX_SCHEDULER|PARTIAL_RESET_EN|RESET_WITH_HOST_ON_ERRORS|CQE_COMPRESSION|"
+                 r"KEEP_.*_LINK_UP.*|LLDP_NB_.*|MODULE_SPLIT_M\d+)$"),) + _FW_RESET_RULE,
 )
 _UNKNOWN_PARAM = ("power_cycle", "parameter not in the planner's table: no activation fact known; conservative: "
                   "power cycle (add a rule to _reset_plan.py with its source)")

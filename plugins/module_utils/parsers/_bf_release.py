@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     no_structure,
     snake,
@@ -22,11 +23,11 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_commo
 # /etc/mlnx-release, two naming schemes seen:
 #   DOCA_1.3.0_BSP_3.9.0_Ubuntu_20.04-6.signed        (DOCA 1.x/2.x images)
 #   bf-bundle-2.9.2-31_25.02_ubuntu-22.04_prod        (bf-bundle images; the bundle carries the DOCA version)
-_DOCA_RE = re.compile(r"(?:^|[_\-.])DOCA[_\-]v?(\d+(?:\.\d+)+)", re.IGNORECASE)
-_BSP_RE = re.compile(r"(?:^|[_\-.])BSP[_\-]v?(\d+(?:\.\d+)+)", re.IGNORECASE)
-_BUNDLE_RE = re.compile(r"^bf-bundle-(?P<version>\d+(?:\.\d+)+)(?:-(?P<build>\d+))?(?:_(?P<rest>.*))?$", re.IGNORECASE)
-_OS_RE = re.compile(r"(ubuntu|debian|rocky|centos|rhel|oracle|anolis|openeuler|mariner|ctyunos)[_\-]?(\d+(?:\.\d+)*)",
-                    re.IGNORECASE)
+_DOCA_RE = LazyPattern(r"(?:^|[_\-.])DOCA[_\-]v?(\d+(?:\.\d+)+)", re.IGNORECASE)
+_BSP_RE = LazyPattern(r"(?:^|[_\-.])BSP[_\-]v?(\d+(?:\.\d+)+)", re.IGNORECASE)
+_BUNDLE_RE = LazyPattern(r"^bf-bundle-(?P<version>\d+(?:\.\d+)+)(?:-(?P<build>\d+))?(?:_(?P<rest>.*))?$", re.IGNORECASE)
+_OS_RE = LazyPattern(r"(ubuntu|debian|rocky|centos|rhel|oracle|anolis|openeuler|mariner|ctyunos)[_\-]?(\d+(?:\.\d+)*)",
+                     re.IGNORECASE)
 
 
 def parse_mlnx_release(text):
@@ -65,7 +66,7 @@ def parse_mlnx_release(text):
     return result
 
 
-_BFVER_RE = re.compile(r"^\s*(?:BlueField\s+)?(?P<label>[A-Za-z][A-Za-z0-9 ]*?)\s+[Vv]ersion\s*:\s*(?P<value>.*?)\s*$")
+_BFVER_RE = LazyPattern(r"^\s*(?:BlueField\s+)?(?P<label>[A-Za-z][A-Za-z0-9 ]*?)\s+[Vv]ersion\s*:\s*(?P<value>.*?)\s*$")
 
 
 def parse_bfver(text):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     is_count,
     split_lines,
@@ -35,8 +36,8 @@ KIND_CPU_STAT = "cgroup-cpu-stat"
 KIND_CPUACCT = "cpuacct-usage"
 
 STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
-_CPU_RE = re.compile(r"^cpu(\d*)$")
-_CGROUP_RE = re.compile(r"^(\d+):([^:]*):(/.*)$")
+_CPU_RE = LazyPattern(r"^cpu(\d*)$")
+_CGROUP_RE = LazyPattern(r"^(\d+):([^:]*):(/.*)$")
 
 
 def parse_proc_stat(text):

@@ -17,9 +17,12 @@ Layouts:
 from __future__ import annotations
 
 import json
-import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+)
 
 KIND_PS = "crictl-ps-json"
 KIND_PODS = "crictl-pods-json"
@@ -136,7 +139,7 @@ def parse_images_json(text):
     return out
 
 
-_GAP = re.compile(r" {2,}")
+_GAP = LazyPattern(r" {2,}")
 PS_HEADERS = (
     ["CONTAINER", "IMAGE", "CREATED", "STATE", "NAME", "ATTEMPT", "POD ID", "POD", "NAMESPACE"],
     ["CONTAINER", "IMAGE", "CREATED", "STATE", "NAME", "ATTEMPT", "POD ID", "POD"],

@@ -22,10 +22,14 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+)
 
-_HANDLE_RE = re.compile(r"^[a-z][a-z0-9_]*/[^\s/]+(?:/\d+)?$")
-_MONITOR_PREFIX_RE = re.compile(r"^\[[a-z_]+,[a-z_]+\]\s*")
+_HANDLE_RE = LazyPattern(r"^[a-z][a-z0-9_]*/[^\s/]+(?:/\d+)?$")
+_MONITOR_PREFIX_RE = LazyPattern(r"^\[[a-z_]+,[a-z_]+\]\s*")
 _PORT_INT_KEYS = ("controller", "pfnum", "vfnum", "sfnum", "port", "lanes", "split_group", "max_io_eqs", "lc")
 _PORT_BOOL_KEYS = ("external", "splittable")
 

@@ -18,16 +18,18 @@ no features.
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+)
 
 KIND = "ethtool-features"
-_FEATURE_RE = re.compile(
+_FEATURE_RE = LazyPattern(
     r"^(?P<indent>\s*)(?P<name>[a-z0-9][a-z0-9_-]*): (?P<state>on|off)"
     r"(?: \[(?P<note>fixed|requested on|requested off|not requested)\])?\s*$"
 )
-_HEADER_RE = re.compile(r"^Features for (?P<ifname>\S+):\s*$")
+_HEADER_RE = LazyPattern(r"^Features for (?P<ifname>\S+):\s*$")
 
 
 def parse_features(text):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     no_structure,
     snake,
@@ -29,8 +30,8 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_commo
     to_int,
 )
 
-_LABEL_RE = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 ()/._-]*?)\s*:\s*(?P<value>.*?)\s*$")
-_ROM_ITEM_RE = re.compile(r"(?P<key>[A-Za-z_]+)=(?P<value>.*?)(?=\s+[A-Za-z_]+=|$)")
+_LABEL_RE = LazyPattern(r"^(?P<label>[A-Za-z][A-Za-z0-9 ()/._-]*?)\s*:\s*(?P<value>.*?)\s*$")
+_ROM_ITEM_RE = LazyPattern(r"(?P<key>[A-Za-z_]+)=(?P<value>.*?)(?=\s+[A-Za-z_]+=|$)")
 _QUERY_TOP = {
     "image_type": "image_type",
     "fw_version": "fw_version",
@@ -123,13 +124,13 @@ def parse_flint_query(text):
     return result
 
 
-_CURRENT_RE = re.compile(r"^Current FW version on flash\s*:\s*(?P<v>.*?)\s*$", re.IGNORECASE)
-_NEW_RE = re.compile(r"^New FW version\s*:\s*(?P<v>.*?)\s*$", re.IGNORECASE)
-_STEP_RE = re.compile(r"^(?P<step>\S.*?)\s+-\s+(?P<status>OK|FAILED|\d{1,3}%)\s*$", re.IGNORECASE)
-_PSID_MISMATCH_RE = re.compile(
+_CURRENT_RE = LazyPattern(r"^Current FW version on flash\s*:\s*(?P<v>.*?)\s*$", re.IGNORECASE)
+_NEW_RE = LazyPattern(r"^New FW version\s*:\s*(?P<v>.*?)\s*$", re.IGNORECASE)
+_STEP_RE = LazyPattern(r"^(?P<step>\S.*?)\s+-\s+(?P<status>OK|FAILED|\d{1,3}%)\s*$", re.IGNORECASE)
+_PSID_MISMATCH_RE = LazyPattern(
     r"PSID on flash \((?P<flash>[^)]*)\) differs from the PSID in the given image \((?P<image>[^)]*)\)"
 )
-_PSID_REPLACE_RE = re.compile(
+_PSID_REPLACE_RE = LazyPattern(
     r'replace current PSID on flash - "(?P<flash>[^"]*)" with a different PSID - "(?P<image>[^"]*)"'
 )
 

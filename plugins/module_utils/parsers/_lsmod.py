@@ -15,12 +15,14 @@ at all is a ParseError naming its first line. Empty text (grep matched nothing) 
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+)
 
 KIND = "lsmod"
-_ROW_RE = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)\s+(?P<size>\d+)\s+(?P<count>-|-?\d+)(?P<rest>(?:\s.*)?)$")
+_ROW_RE = LazyPattern(r"^(?P<name>[A-Za-z0-9_-]+)\s+(?P<size>\d+)\s+(?P<count>-|-?\d+)(?P<rest>(?:\s.*)?)$")
 
 
 def parse_lsmod(text):

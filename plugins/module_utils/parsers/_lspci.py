@@ -24,26 +24,25 @@ Empty text is no devices (``lspci | grep`` that matched nothing).
 
 from __future__ import annotations
 
-import re
-
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     split_lines,
     to_int,
 )
 
 KIND = "lspci"
-_LINE_RE = re.compile(
+_LINE_RE = LazyPattern(
     r"^(?P<slot>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+"
     r"(?P<class>[^:\[]*?)(?:\s*\[(?P<class_id>[0-9a-fA-F]{4})\])?:\s*(?P<rest>.*)$"
 )
-_IDS_RE = re.compile(r"\s*\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\]")
-_REV_RE = re.compile(r"\s*\(rev (?P<rev>[0-9a-fA-F]+)\)")
-_PROGIF_RE = re.compile(r"\s*\(prog-if (?P<progif>[0-9a-fA-F]+)(?:\s*\[[^\]]*\])?\)")
-_ACS_CAP_RE = re.compile(r"^Capabilities: \[(?P<offset>[0-9a-fA-F]+)(?: v\d+)?\] Access Control Services")
+_IDS_RE = LazyPattern(r"\s*\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\]")
+_REV_RE = LazyPattern(r"\s*\(rev (?P<rev>[0-9a-fA-F]+)\)")
+_PROGIF_RE = LazyPattern(r"\s*\(prog-if (?P<progif>[0-9a-fA-F]+)(?:\s*\[[^\]]*\])?\)")
+_ACS_CAP_RE = LazyPattern(r"^Capabilities: \[(?P<offset>[0-9a-fA-F]+)(?: v\d+)?\] Access Control Services")
 _ACS_FLAGS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
-_ACS_FLAG_RE = re.compile(r"(?P<name>[A-Za-z]+)(?P<sign>[+-])")
-_VPD_RE = re.compile(r"^\[(?P<code>[A-Z0-9]{2})\]\s*(?P<label>[^:]*):\s*(?P<value>.*)$")
+_ACS_FLAG_RE = LazyPattern(r"(?P<name>[A-Za-z]+)(?P<sign>[+-])")
+_VPD_RE = LazyPattern(r"^\[(?P<code>[A-Z0-9]{2})\]\s*(?P<label>[^:]*):\s*(?P<value>.*)$")
 
 
 def _device(match):

@@ -25,18 +25,21 @@ any mlnx_qos line is a ParseError naming its first line.
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines, to_int
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+    to_int,
+)
 
 KIND = "mlnx-qos"
-_TC_RE = re.compile(
+_TC_RE = LazyPattern(
     r"^tc:\s*(?P<tc>\d+)\s+ratelimit:\s*(?P<rate>[^,]+?)\s*,\s*tsa:\s*(?P<tsa>[A-Za-z_]+)"
     r"(?:\s*,\s*bw:\s*(?P<bw>\d+)\s*%)?\s*$"
 )
-_TC_PRIO_RE = re.compile(r"^\s*priority:\s*(?P<prio>\d+)\s*$")
-_DSCP_RE = re.compile(r"^\s*prio:\s*(?P<prio>\d+)\s+dscp:\s*(?P<list>[\d,\s]*?)\s*$")
-_RATE_RE = re.compile(r"^(?P<value>\d+(?:\.\d+)?)\s*Gbps$")
+_TC_PRIO_RE = LazyPattern(r"^\s*priority:\s*(?P<prio>\d+)\s*$")
+_DSCP_RE = LazyPattern(r"^\s*prio:\s*(?P<prio>\d+)\s+dscp:\s*(?P<list>[\d,\s]*?)\s*$")
+_RATE_RE = LazyPattern(r"^(?P<value>\d+(?:\.\d+)?)\s*Gbps$")
 
 
 def _int_row(tokens, number, line):

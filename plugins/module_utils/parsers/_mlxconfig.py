@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     no_structure,
     snake,
@@ -32,12 +33,12 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_commo
     to_int,
 )
 
-_DEVICE_NO_RE = re.compile(r"^Device\s*#\s*(\d+)\s*:\s*$")
-_HEADER_RE = re.compile(r"^(?P<label>Device type|Name|Description|Device)\s*:\s*(?P<value>.*?)\s*$")
-_CONFIG_RE = re.compile(r"^Configurations\s*:\s*(?P<columns>.*?)\s*$")
-_PARAM_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*(?:\[\d+(?:\.\.\d+)?\])?$")
-_GLUE_RE = re.compile(r"(?<=\))(?=[^\s)])")
-_VALUE_RE = re.compile(r"^(?P<name>.*)\((?P<number>-?\d+)\)$")
+_DEVICE_NO_RE = LazyPattern(r"^Device\s*#\s*(\d+)\s*:\s*$")
+_HEADER_RE = LazyPattern(r"^(?P<label>Device type|Name|Description|Device)\s*:\s*(?P<value>.*?)\s*$")
+_CONFIG_RE = LazyPattern(r"^Configurations\s*:\s*(?P<columns>.*?)\s*$")
+_PARAM_NAME_RE = LazyPattern(r"^[A-Za-z][A-Za-z0-9_.]*(?:\[\d+(?:\.\.\d+)?\])?$")
+_GLUE_RE = LazyPattern(r"(?<=\))(?=[^\s)])")
+_VALUE_RE = LazyPattern(r"^(?P<name>.*)\((?P<number>-?\d+)\)$")
 _MARKS = ("*", "RO", "*RO")
 _NOTE_PREFIXES = (
     "The '*' shows",
@@ -204,7 +205,7 @@ def parse_mlxconfig_query(text):
     }
 
 
-_RESET_PROMPT_RE = re.compile(r"Reset configuration for device (?P<device>\S+?)\?")
+_RESET_PROMPT_RE = LazyPattern(r"Reset configuration for device (?P<device>\S+?)\?")
 
 
 def parse_mlxconfig_set(text):

@@ -14,9 +14,8 @@ those lines are kept in ``messages`` (and ``log_file``).
 
 from __future__ import annotations
 
-import re
-
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     no_structure,
     snake,
@@ -24,9 +23,9 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_commo
 )
 
 KIND = "mlxfwmanager-query"
-_DEVICE_RE = re.compile(r"^Device\s*#\s*(\d+)\s*:\s*$")
-_LABEL_RE = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 ()]*?)\s*:\s*(?P<value>.*?)\s*$")
-_VERSION_RE = re.compile(r"^(?:N/A|-|\d[\w.\-]*)$")
+_DEVICE_RE = LazyPattern(r"^Device\s*#\s*(\d+)\s*:\s*$")
+_LABEL_RE = LazyPattern(r"^(?P<label>[A-Za-z][A-Za-z0-9 ()]*?)\s*:\s*(?P<value>.*?)\s*$")
+_VERSION_RE = LazyPattern(r"^(?:N/A|-|\d[\w.\-]*)$")
 _KEYS = ("device_type", "part_number", "description", "psid", "pci_device_name", "base_mac", "base_guid", "status")
 
 

@@ -24,22 +24,23 @@ from __future__ import annotations
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     is_count,
     no_structure,
     split_lines,
 )
 
-_ROW_RE = re.compile(
+_ROW_RE = LazyPattern(
     r"^(?P<num>\d+)\s*:\s*(?P<desc>.*?)\s*-\s*(?P<support>Supported|Not\s+Supported)\s*(?P<default>\(default\))?\s*$",
     re.IGNORECASE,
 )
-_SECTION_RE = re.compile(r"^(?P<title>Reset[- ][A-Za-z]+(?: [A-Za-z]+)*?)(?:\s*\((?P<note>[^)]*)\))?\s*:\s*$")
+_SECTION_RE = LazyPattern(r"^(?P<title>Reset[- ][A-Za-z]+(?: [A-Za-z]+)*?)(?:\s*\((?P<note>[^)]*)\))?\s*:\s*$")
 _SECTION_KEYS = {"reset-levels": "levels", "reset-types": "types", "reset-sync": "sync", "reset sync": "sync",
                  "reset request method": "methods"}
-_FOR_TYPE_RE = re.compile(r"^The following query is relevant only for reset-type (?P<type>\d+)\s*:\s*$")
-_REASON_RE = re.compile(r"^Reset-reason\s*:\s*(?P<value>.*?)\s*$")
-_TIMESTAMP_RE = re.compile(r"^Timestamp \((?P<unit>[^)]*)\) since last cold reset\s*:\s*(?P<value>.*?)\s*$")
+_FOR_TYPE_RE = LazyPattern(r"^The following query is relevant only for reset-type (?P<type>\d+)\s*:\s*$")
+_REASON_RE = LazyPattern(r"^Reset-reason\s*:\s*(?P<value>.*?)\s*$")
+_TIMESTAMP_RE = LazyPattern(r"^Timestamp \((?P<unit>[^)]*)\) since last cold reset\s*:\s*(?P<value>.*?)\s*$")
 
 
 def parse_mlxfwreset_query(text):
@@ -101,11 +102,11 @@ def parse_mlxfwreset_query(text):
     return result
 
 
-_LEVEL_HEAD_RE = re.compile(
+_LEVEL_HEAD_RE = LazyPattern(
     r"^(?:The|Minimal|Requested) reset level for device,\s*(?P<device>.*?)\s*(?:is)?\s*:\s*$", re.IGNORECASE
 )
-_LEVEL_RE = re.compile(r"^(?P<num>\d+)\s*:\s*(?P<desc>.+?)\s*$")
-_STEP_RE = re.compile(r"^(?P<step>.+?)\s*-\s*(?P<status>Done|Skipped|Failed|FAILED|OK)\s*$")
+_LEVEL_RE = LazyPattern(r"^(?P<num>\d+)\s*:\s*(?P<desc>.+?)\s*$")
+_STEP_RE = LazyPattern(r"^(?P<step>.+?)\s*-\s*(?P<status>Done|Skipped|Failed|FAILED|OK)\s*$")
 
 
 def parse_mlxfwreset_reset(text):

@@ -13,9 +13,8 @@ No verbatim RESTRICTED capture exists in the corpus; the word comes from the too
 
 from __future__ import annotations
 
-import re
-
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     no_structure,
     snake,
@@ -23,8 +22,8 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_commo
 )
 
 KIND = "mlxprivhost-query"
-_KV_RE = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_ ]*?)\s*:\s*(?P<value>\S.*?)\s*$")
-_TITLE_RE = re.compile(r"^[A-Za-z][A-Za-z ]*:?\s*$")
+_KV_RE = LazyPattern(r"^(?P<key>[A-Za-z_][A-Za-z0-9_ ]*?)\s*:\s*(?P<value>\S.*?)\s*$")
+_TITLE_RE = LazyPattern(r"^[A-Za-z][A-Za-z ]*:?\s*$")
 
 
 def parse_mlxprivhost_query(text):

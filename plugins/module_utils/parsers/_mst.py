@@ -22,18 +22,19 @@ from __future__ import annotations
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     no_structure,
     split_lines,
 )
 
 KIND = "mst-status"
-_BDF_RE = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]{1,2}$")
-_SECTION_RE = re.compile(r"^(?P<name>[A-Za-z][A-Za-z ]*?)\s*:\s*$")
-_NUMA_RE = re.compile(r"^-?\d+$")
-_MODULE_RE = re.compile(r"^MST (?P<name>PCI(?: configuration)?) module (?P<state>is not loaded|loaded|is loaded)",
-                        re.IGNORECASE)
-_PLAIN_DEV_RE = re.compile(r"^(?P<mst>/\S+)\s+-\s+(?P<description>.*?)\s*$")
+_BDF_RE = LazyPattern(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]{1,2}$")
+_SECTION_RE = LazyPattern(r"^(?P<name>[A-Za-z][A-Za-z ]*?)\s*:\s*$")
+_NUMA_RE = LazyPattern(r"^-?\d+$")
+_MODULE_RE = LazyPattern(r"^MST (?P<name>PCI(?: configuration)?) module (?P<state>is not loaded|loaded|is loaded)",
+                         re.IGNORECASE)
+_PLAIN_DEV_RE = LazyPattern(r"^(?P<mst>/\S+)\s+-\s+(?P<description>.*?)\s*$")
 
 
 def _row(tokens, line_no, line):

@@ -24,17 +24,20 @@ error lines in ``errors``.
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines, to_int
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+    to_int,
+)
 
 KIND = "nccl-all-reduce"
-_RANK_RE = re.compile(r"^#\s+Rank\s+(?P<rank>\d+)\s")
-_AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<avg>\d+(?:\.\d+)?)")
-_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s*(?P<ok>\S+)?")
-_VERSION_RE = re.compile(r"^NCCL version\s+(?P<v>\S+)")
-_NGPUS_RE = re.compile(r"nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)")
-_FLOAT_RE = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+_RANK_RE = LazyPattern(r"^#\s+Rank\s+(?P<rank>\d+)\s")
+_AVG_RE = LazyPattern(r"^#\s*Avg bus bandwidth\s*:\s*(?P<avg>\d+(?:\.\d+)?)")
+_OOB_RE = LazyPattern(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s*(?P<ok>\S+)?")
+_VERSION_RE = LazyPattern(r"^NCCL version\s+(?P<v>\S+)")
+_NGPUS_RE = LazyPattern(r"nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)")
+_FLOAT_RE = LazyPattern(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 
 
 def _float(value):

@@ -21,19 +21,22 @@ Cells are split on any whitespace, so tab-expanded copies read the same.
 
 from __future__ import annotations
 
-import re
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+    to_int,
+)
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines, to_int
-
-_VERSION_RE = re.compile(r"Driver Version:\s*(?P<driver>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?")
-_SMI_RE = re.compile(r"NVIDIA-SMI\s+(?P<smi>\S+)")
-_FIRST_CELL_RE = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>\S.*?)\s+(?P<persistence>On|Off)\s*$")
-_BUS_CELL_RE = re.compile(r"^\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(?P<disp>\S+)\s*$")
-_MEM_CELL_RE = re.compile(r"^\s*(?P<used>\d+)MiB\s*/\s*(?P<total>\d+)MiB\s*$")
-_STATS_CELL_RE = re.compile(
+_VERSION_RE = LazyPattern(r"Driver Version:\s*(?P<driver>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?")
+_SMI_RE = LazyPattern(r"NVIDIA-SMI\s+(?P<smi>\S+)")
+_FIRST_CELL_RE = LazyPattern(r"^\s*(?P<index>\d+)\s+(?P<name>\S.*?)\s+(?P<persistence>On|Off)\s*$")
+_BUS_CELL_RE = LazyPattern(r"^\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(?P<disp>\S+)\s*$")
+_MEM_CELL_RE = LazyPattern(r"^\s*(?P<used>\d+)MiB\s*/\s*(?P<total>\d+)MiB\s*$")
+_STATS_CELL_RE = LazyPattern(
     r"^\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<power>\S+)\s*/\s*(?P<cap>\S+)\s*$"
 )
-_UTIL_CELL_RE = re.compile(r"^\s*(?P<util>\S+)\s+(?P<compute>\S.*?)\s*$")
+_UTIL_CELL_RE = LazyPattern(r"^\s*(?P<util>\S+)\s+(?P<compute>\S.*?)\s*$")
 
 
 def _unit_int(value, unit):
@@ -129,9 +132,9 @@ def parse_nvidia_smi(text):
 # nvidia-smi topo -m / -mp
 # ---------------------------------------------------------------------------------------------
 
-_NIC_LEGEND_RE = re.compile(r"^\s*(?P<nic>NIC\d+):\s*(?P<dev>\S+)\s*$")
-_LEGEND_RE = re.compile(r"^\s+(?P<code>X|[A-Z]+\d*|NV#)\s+=\s+(?P<text>\S.*?)\s*$")
-_HEADER_START_RE = re.compile(r"^(GPU|NIC)\d+(\s|$)")
+_NIC_LEGEND_RE = LazyPattern(r"^\s*(?P<nic>NIC\d+):\s*(?P<dev>\S+)\s*$")
+_LEGEND_RE = LazyPattern(r"^\s+(?P<code>X|[A-Z]+\d*|NV#)\s+=\s+(?P<text>\S.*?)\s*$")
+_HEADER_START_RE = LazyPattern(r"^(GPU|NIC)\d+(\s|$)")
 
 
 def _header_devices(line):

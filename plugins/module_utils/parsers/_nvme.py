@@ -22,15 +22,19 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+)
 
 KIND = "nvme-list"
 KIND_JSON = "nvme-list-json"
 _SI = {"": 1, "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
 _BIN = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
-_USAGE = re.compile(r"^(?P<used>\d+(?:\.\d+)?)\s*(?P<us>[kMGTPE]?)B\s*/\s*"
-                    r"(?P<size>\d+(?:\.\d+)?)\s*(?P<ss>[kMGTPE]?)B$")
-_FORMAT = re.compile(r"^(?P<lba>\d+)\s*(?P<ls>Ki|Mi|Gi)?\s*B\s*\+\s*(?P<meta>\d+)\s*B$")
+_USAGE = LazyPattern(r"^(?P<used>\d+(?:\.\d+)?)\s*(?P<us>[kMGTPE]?)B\s*/\s*"
+                     r"(?P<size>\d+(?:\.\d+)?)\s*(?P<ss>[kMGTPE]?)B$")
+_FORMAT = LazyPattern(r"^(?P<lba>\d+)\s*(?P<ls>Ki|Mi|Gi)?\s*B\s*\+\s*(?P<meta>\d+)\s*B$")
 _COLUMNS = {"Node": "node", "Generic": "generic", "SN": "serial", "Model": "model", "Namespace": "nsid",
             "Usage": "usage", "Format": "format", "FW Rev": "firmware"}
 

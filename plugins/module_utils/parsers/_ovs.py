@@ -19,15 +19,18 @@ when the line does not say (non-verbose form).
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines, to_int
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+    to_int,
+)
 
 _STRUCTURE_KEYS = ("ports", "interfaces", "name")
-_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_RECORD_RE = re.compile(r"^(?P<kind>[A-Z][A-Za-z_]*) (?P<name>\S.*)$")
-_KV_RE = re.compile(r"^(?P<key>[a-z_][a-z0-9_:-]*): ?(?P<value>.*)$")
-_OPTION_RE = re.compile(r'\s*(?P<key>[^=,{}\s]+)=(?P<value>"(?:[^"\\]|\\.)*"|[^,}]*)\s*(?:,|$)')
+_UUID_RE = LazyPattern(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_RECORD_RE = LazyPattern(r"^(?P<kind>[A-Z][A-Za-z_]*) (?P<name>\S.*)$")
+_KV_RE = LazyPattern(r"^(?P<key>[a-z_][a-z0-9_:-]*): ?(?P<value>.*)$")
+_OPTION_RE = LazyPattern(r'\s*(?P<key>[^=,{}\s]+)=(?P<value>"(?:[^"\\]|\\.)*"|[^,}]*)\s*(?:,|$)')
 
 
 def _unquote(text):
@@ -118,9 +121,9 @@ def parse_vsctl_show(text):
     return result
 
 
-_FLOW_HEAD_RE = re.compile(r"^(?:ufid:(?P<ufid>[0-9a-fA-F-]+),\s*)?(?P<match>.*?),\s*packets:(?P<stats>.*)$")
-_EXTRA_RE = re.compile(r",\s*dp-extra-info:(?P<extra>\S+)\s*$")
-_STAT_RE = re.compile(r"^(?P<key>[a-z_-]+):(?P<value>\S*)$")
+_FLOW_HEAD_RE = LazyPattern(r"^(?:ufid:(?P<ufid>[0-9a-fA-F-]+),\s*)?(?P<match>.*?),\s*packets:(?P<stats>.*)$")
+_EXTRA_RE = LazyPattern(r",\s*dp-extra-info:(?P<extra>\S+)\s*$")
+_STAT_RE = LazyPattern(r"^(?P<key>[a-z_-]+):(?P<value>\S*)$")
 
 
 def _flow(line):

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, bluefleet developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Shared pieces of the pure parsers: the one error type they raise and small text helpers.
+"""Shared pieces of the pure parsers: the one error type they raise, small text helpers and ``LazyPattern``.
 
 Every parser in this folder takes the text a tool printed and returns plain data
 (dicts, lists, str, int, bool, None). Parsers never do I/O and never import
@@ -33,6 +33,36 @@ class ParseError(ValueError):
         super().__init__(f"cannot parse {kind} output{where}: {reason}")
 
 
+class LazyPattern:
+    """A regular expression compiled when it is first used, not when its module is imported.
+
+    Every module run is a fresh process that imports its code from the AnsiballZ zip, so a module-level
+    ``re.compile`` runs on every run, also for the patterns that run never uses (the parsers of the sections not
+    asked for, the layouts the tool did not print). ``LazyPattern(pattern, flags)`` stands where
+    ``re.compile(pattern, flags)`` stood: the first use of an attribute (``match``, ``search``, ``sub``, ...)
+    compiles the pattern with ``re.compile`` (once) and keeps that attribute of the compiled pattern on this object,
+    so a later use costs what it costs on the compiled pattern. A pattern that does not compile raises ``re.error`` at
+    its first use.
+    """
+
+    def __init__(self, pattern, flags=0):
+        self._source = (pattern, flags)
+
+    def __getattr__(self, name):
+        # only for names not on the object yet; private names (copy, pickle probing) are not the pattern's
+        if name.startswith("_"):
+            raise AttributeError(name)
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            compiled = self._compiled = re.compile(*self._source)
+        value = getattr(compiled, name)
+        setattr(self, name, value)
+        return value
+
+    def __repr__(self):
+        return "LazyPattern(%r, %r)" % self._source
+
+
 def split_lines(text):
     """Lines of ``text`` without line endings; accepts \\n and \\r\\n, with or without a final newline."""
     if not isinstance(text, str):
@@ -40,7 +70,7 @@ def split_lines(text):
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-_INT_RE = re.compile(r"^-?[0-9]+$")
+_INT_RE = LazyPattern(r"^-?[0-9]+$")
 
 
 def is_count(value):
@@ -55,7 +85,7 @@ def to_int(value):
     return value
 
 
-_SNAKE_RE = re.compile(r"[^0-9a-zA-Z]+")
+_SNAKE_RE = LazyPattern(r"[^0-9a-zA-Z]+")
 
 
 def snake(label):

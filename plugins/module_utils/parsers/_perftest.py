@@ -24,29 +24,31 @@ After ``WARNING: BW peak won't be measured in this run.`` the table shows 0.00 a
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+)
 
 KIND = "ib-write-bw"
 _MIB_PER_S_TO_GBPS = 1048576 / 125000000
 _SETTING_RES = {
-    "device": re.compile(r"(?:^|\s)Device\s*:\s*(?P<v>\S+)"),
-    "link_type": re.compile(r"(?:^|\s)Link type\s*:\s*(?P<v>\S+)"),
-    "transport_type": re.compile(r"(?:^|\s)Transport type\s*:\s*(?P<v>\S+)"),
-    "connection_type": re.compile(r"(?:^|\s)Connection type\s*:\s*(?P<v>\S+)"),
-    "num_qps": re.compile(r"(?:^|\s)Number of qps\s*:\s*(?P<v>\d+)"),
-    "mtu": re.compile(r"(?:^|\s)Mtu\s*:\s*(?P<v>\d+)\[B\]"),
-    "gid_index": re.compile(r"(?:^|\s)G(?:ID|id) index\s*:\s*(?P<v>\d+)"),  # older perftest: "Gid index"
-    "tos": re.compile(r"(?:^|\s)TOS\s*:\s*(?P<v>\d+)"),
+    "device": LazyPattern(r"(?:^|\s)Device\s*:\s*(?P<v>\S+)"),
+    "link_type": LazyPattern(r"(?:^|\s)Link type\s*:\s*(?P<v>\S+)"),
+    "transport_type": LazyPattern(r"(?:^|\s)Transport type\s*:\s*(?P<v>\S+)"),
+    "connection_type": LazyPattern(r"(?:^|\s)Connection type\s*:\s*(?P<v>\S+)"),
+    "num_qps": LazyPattern(r"(?:^|\s)Number of qps\s*:\s*(?P<v>\d+)"),
+    "mtu": LazyPattern(r"(?:^|\s)Mtu\s*:\s*(?P<v>\d+)\[B\]"),
+    "gid_index": LazyPattern(r"(?:^|\s)G(?:ID|id) index\s*:\s*(?P<v>\d+)"),  # older perftest: "Gid index"
+    "tos": LazyPattern(r"(?:^|\s)TOS\s*:\s*(?P<v>\d+)"),
 }
 _INT_SETTINGS = ("num_qps", "mtu", "gid_index", "tos")
-_TITLE_RE = re.compile(r"^\s*(?P<title>\S.*\bBW Test)\s*$")
-_RESULT_HEADER_RE = re.compile(r"#bytes\s+#iterations\s+BW peak\[(?P<unit>[A-Za-z]+/sec)\]")
-_ROW_RE = re.compile(
+_TITLE_RE = LazyPattern(r"^\s*(?P<title>\S.*\bBW Test)\s*$")
+_RESULT_HEADER_RE = LazyPattern(r"#bytes\s+#iterations\s+BW peak\[(?P<unit>[A-Za-z]+/sec)\]")
+_ROW_RE = LazyPattern(
     r"^\s*(?P<size>\d+)\s+(?P<iters>\d+)\s+(?P<peak>\d+(?:\.\d+)?)\s+(?P<avg>\d+(?:\.\d+)?)\s+(?P<rate>\d+(?:\.\d+)?)"
 )
-_GPU_NAME_RE = re.compile(r"device name = \[(?P<name>[^\]]+)\]")
+_GPU_NAME_RE = LazyPattern(r"device name = \[(?P<name>[^\]]+)\]")
 
 
 def _to_gbps(value, unit):

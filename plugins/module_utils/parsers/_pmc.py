@@ -15,13 +15,11 @@ Not registered in a ``PARSERS`` dict: the capture is not (yet) in shared/corpus.
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern, ParseError
 
 KIND = "pmc-port-data-set"
-_HEADER = re.compile(r"^(\S+) seq (\d+) RESPONSE MANAGEMENT PORT_DATA_SET$")
-_FIELD = re.compile(r"^([A-Za-z_]+)\s+(\S.*)$")
+_HEADER = LazyPattern(r"^(\S+) seq (\d+) RESPONSE MANAGEMENT PORT_DATA_SET$")
+_FIELD = LazyPattern(r"^([A-Za-z_]+)\s+(\S.*)$")
 
 
 def parse_port_data_set(text):

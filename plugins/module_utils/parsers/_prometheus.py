@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
+
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-_SAMPLE = re.compile(r"^(?P<name>" + _NAME + r")\s*(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+(?P<ts>-?\d+))?\s*$")
-_LABEL = re.compile(r'\s*(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"(?P<value>(?:[^"\\]|\\.)*)"\s*(?:,|$)')
+_SAMPLE = LazyPattern(r"^(?P<name>" + _NAME + r")\s*(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+(?P<ts>-?\d+))?\s*$")
+_LABEL = LazyPattern(r'\s*(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"(?P<value>(?:[^"\\]|\\.)*)"\s*(?:,|$)')
 _TYPES = ("counter", "gauge", "histogram", "summary", "untyped")
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 

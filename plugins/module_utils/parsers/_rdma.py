@@ -11,11 +11,14 @@ spaces; every parser here splits on any whitespace, so both forms read the same.
 
 from __future__ import annotations
 
-import re
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+    to_int,
+)
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines, to_int
-
-_IPV4_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_IPV4_RE = LazyPattern(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 
 
 def _first_text_line(kind, lines, reason):
@@ -29,8 +32,8 @@ def _first_text_line(kind, lines, reason):
 # ibv_devinfo [-v]
 # ---------------------------------------------------------------------------------------------
 
-_DEVINFO_KV_RE = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_ .()/-]*?):\s*(?P<value>.*?)\s*$")
-_GID_RE = re.compile(r"^\s*GID\[\s*(?P<index>\d+)\]:\s*(?P<gid>[0-9a-fA-F:.]+)(?:,\s*(?P<type>.*?))?\s*$")
+_DEVINFO_KV_RE = LazyPattern(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_ .()/-]*?):\s*(?P<value>.*?)\s*$")
+_GID_RE = LazyPattern(r"^\s*GID\[\s*(?P<index>\d+)\]:\s*(?P<gid>[0-9a-fA-F:.]+)(?:,\s*(?P<type>.*?))?\s*$")
 _DEVICE_KEYS = ("transport", "fw_ver", "node_guid", "sys_image_guid", "vendor_id", "vendor_part_id", "hw_ver",
                 "board_id", "phys_port_cnt")
 _PORT_KEYS = ("state", "max_mtu", "active_mtu", "sm_lid", "port_lid", "port_lmc", "link_layer")
@@ -99,7 +102,7 @@ def parse_ibv_devinfo(text):
 
 # mlnx-tools ibdev2netdev prints "<ibdev> port <n> ==> <netdev> (<Up|Down>)"; the corpus copy went
 # through ``column -t`` and has author comments after it, so spacing and trailing text are free.
-_IBDEV2NETDEV_RE = re.compile(
+_IBDEV2NETDEV_RE = LazyPattern(
     r"^\s*(?P<ibdev>\S+)\s+port\s+(?P<port>\d+)\s+==>\s+(?P<netdev>\S+)\s+\((?P<state>[^()\s]+)\)"
 )
 
@@ -123,7 +126,7 @@ def parse_ibdev2netdev(text):
 # ---------------------------------------------------------------------------------------------
 
 # 8 groups of hex digits; published captures often redact some groups with "x" (fe80:0000:0000:0000:xxxx:...)
-_GID_TEXT_RE = re.compile(r"^[0-9a-fA-FxX]{1,4}(?::[0-9a-fA-FxX]{1,4}){7}$")
+_GID_TEXT_RE = LazyPattern(r"^[0-9a-fA-FxX]{1,4}(?::[0-9a-fA-FxX]{1,4}){7}$")
 
 
 def parse_show_gids(text):
@@ -171,7 +174,7 @@ def parse_show_gids(text):
 # rdma link show
 # ---------------------------------------------------------------------------------------------
 
-_RDMA_LINK_RE = re.compile(
+_RDMA_LINK_RE = LazyPattern(
     r"^(?:link\s+|\d+/\d+:\s+)(?P<ibdev>[^\s/]+)/(?P<port>\d+):?(?P<rest>(?:\s.*)?)$"
 )
 

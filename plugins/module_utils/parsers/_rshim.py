@@ -22,16 +22,17 @@ from __future__ import annotations
 import re
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
     ParseError,
     no_structure,
     split_lines,
     to_int,
 )
 
-_LOG_RE = re.compile(r"^\s*(?P<level>[A-Z]+)\[(?P<source>[A-Za-z0-9_]+)\]:\s?(?P<message>.*?)\s*$")
-_MISC_RE = re.compile(r"^(?P<key>[A-Z][A-Z0-9_]*)(?:\s+(?P<value>.*?))?\s*$")
-_HELP_RE = re.compile(r"^(?P<value>.*?)\s+\((?P<help>[^()]*)\)$")
-_LIFECYCLE_RE = re.compile(r"^lifecycle\s+(?P<state>.+)$", re.IGNORECASE)
+_LOG_RE = LazyPattern(r"^\s*(?P<level>[A-Z]+)\[(?P<source>[A-Za-z0-9_]+)\]:\s?(?P<message>.*?)\s*$")
+_MISC_RE = LazyPattern(r"^(?P<key>[A-Z][A-Z0-9_]*)(?:\s+(?P<value>.*?))?\s*$")
+_HELP_RE = LazyPattern(r"^(?P<value>.*?)\s+\((?P<help>[^()]*)\)$")
+_LIFECYCLE_RE = LazyPattern(r"^lifecycle\s+(?P<state>.+)$", re.IGNORECASE)
 _FINISH_MARKERS = ("Installation finished", "DPU is ready", "Linux up")
 _ERROR_LEVELS = ("ERR", "ERROR", "ASSERT")
 
@@ -97,9 +98,9 @@ def parse_rshim_misc(text):
     }
 
 
-_PUSH_RE = re.compile(r"^Pushing bfb(?P<extra>(?:\s*\+\s*[a-z]+)*)\s*(?P<progress>.*)$")
-_PV_RE = re.compile(r"^[\d.]+\s*[KMGT]?i?B\s+\d+:\d\d:\d\d\s*\[")
-_NIC_FW_RE = re.compile(r"NIC firmware.*?(?P<version>\d+\.\d+\.\d+)", re.IGNORECASE)
+_PUSH_RE = LazyPattern(r"^Pushing bfb(?P<extra>(?:\s*\+\s*[a-z]+)*)\s*(?P<progress>.*)$")
+_PV_RE = LazyPattern(r"^[\d.]+\s*[KMGT]?i?B\s+\d+:\d\d:\d\d\s*\[")
+_NIC_FW_RE = LazyPattern(r"NIC firmware.*?(?P<version>\d+\.\d+\.\d+)", re.IGNORECASE)
 
 
 def parse_bfb_install(text):

@@ -25,29 +25,31 @@ empty list. Text without any SA header line is a ParseError naming its first lin
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+)
 
 KIND = "swanctl-list-sas"
-_IKE_RE = re.compile(
+_IKE_RE = LazyPattern(
     r"^(?P<name>\S[^:]*): #(?P<uid>\d+), (?P<state>[A-Z_]+), IKEv(?P<version>\d)"
     r"(?:, (?P<spi_i>[0-9a-fA-F]+)_i(?P<star_i>\*?) (?P<spi_r>[0-9a-fA-F]+)_r(?P<star_r>\*?))?\s*$"
 )
-_CHILD_RE = re.compile(
+_CHILD_RE = LazyPattern(
     r"^\s+(?P<name>\S[^:]*): #(?P<uid>\d+), reqid (?P<reqid>\d+), (?P<state>[A-Z_]+), "
     r"(?P<mode>[A-Z]+(?:-in-UDP)?), (?P<proto>[A-Z]+)(?::(?P<algs>\S*))?\s*$"
 )
-_ENDPOINT_RE = re.compile(
+_ENDPOINT_RE = LazyPattern(
     r"^\s+(?P<side>local|remote)\s+'(?P<id>[^']*)' @ (?P<addr>[^\s\[]+)\[(?P<port>\d+)\](?P<rest>.*)$"
 )
-_TRAFFIC_RE = re.compile(
+_TRAFFIC_RE = LazyPattern(
     r"^\s+(?P<dir>in|out)\s+(?P<spi>[0-9a-fA-F]+)(?:/(?P<cpi>[0-9a-fA-F]+))?(?:\s+\((?P<mark>[^)]*)\))?,"
     r"\s*(?P<bytes>\d+) bytes,\s*(?P<packets>\d+) packets(?:,\s*(?P<ago>\d+)s ago)?\s*$"
 )
-_TS_RE = re.compile(r"^\s+(?P<side>local|remote)\s+(?P<ts>[^'\s].*?)\s*$")
-_TIMES_RE = re.compile(r"(?P<what>established|installed|rekeying in|reauth in|expires in)\s+(?P<secs>\d+)s")
-_ALGS_RE = re.compile(r"^\s+[A-Z0-9_]+(?:-\d+)?(?:/[A-Z0-9_]+(?:-\d+)?)+\s*$")
+_TS_RE = LazyPattern(r"^\s+(?P<side>local|remote)\s+(?P<ts>[^'\s].*?)\s*$")
+_TIMES_RE = LazyPattern(r"(?P<what>established|installed|rekeying in|reauth in|expires in)\s+(?P<secs>\d+)s")
+_ALGS_RE = LazyPattern(r"^\s+[A-Z0-9_]+(?:-\d+)?(?:/[A-Z0-9_]+(?:-\d+)?)+\s*$")
 
 
 def _times(line):

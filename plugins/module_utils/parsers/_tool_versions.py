@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern, ParseError
 
 KIND = "tool-version"
 _PATTERNS = (
-    ("mstflint", re.compile(r"\bmstflint (?P<version>\d+(?:\.\d+)+(?:-\d+)?)")),
-    ("mft", re.compile(r"\bmft (?P<version>\d+(?:\.\d+)+(?:-\d+)?)")),
-    ("strongswan", re.compile(r"\bstrongSwan (?P<version>\d+(?:\.\d+)+)(?P<suffix>\S*)")),
-    ("nftables", re.compile(r"^nftables v(?P<version>\d+(?:\.\d+)+)")),
+    ("mstflint", LazyPattern(r"\bmstflint (?P<version>\d+(?:\.\d+)+(?:-\d+)?)")),
+    ("mft", LazyPattern(r"\bmft (?P<version>\d+(?:\.\d+)+(?:-\d+)?)")),
+    ("strongswan", LazyPattern(r"\bstrongSwan (?P<version>\d+(?:\.\d+)+)(?P<suffix>\S*)")),
+    ("nftables", LazyPattern(r"^nftables v(?P<version>\d+(?:\.\d+)+)")),
 )
 
 

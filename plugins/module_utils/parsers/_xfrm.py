@@ -37,11 +37,16 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError, split_lines, to_int
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import (
+    LazyPattern,
+    ParseError,
+    split_lines,
+    to_int,
+)
 
-_ANNOTATION_RE = re.compile(r"\([^()]*\)$")
-_BITS_RE = re.compile(r"\s\(\d+ bits\)")
-_OFFLOAD_RE = re.compile(r"^(?:crypto )?offload parameters:\s*(?P<rest>.*)$")
+_ANNOTATION_RE = LazyPattern(r"\([^()]*\)$")
+_BITS_RE = LazyPattern(r"\s\(\d+ bits\)")
+_OFFLOAD_RE = LazyPattern(r"^(?:crypto )?offload parameters:\s*(?P<rest>.*)$")
 
 
 def _pairs(tokens):

@@ -33,11 +33,12 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
 import stat
 import tempfile
 
-_OCTAL = re.compile(r"^0?[0-7]{3,4}$")
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
+
+_OCTAL = LazyPattern(r"^0?[0-7]{3,4}$")
 
 
 def read_text(path, errors="strict"):

@@ -22,10 +22,9 @@ No AnsibleModule import: modules pass what they need.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 
-from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern, ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import (
     fs_root_spec,
     side_spec,
@@ -42,7 +41,7 @@ __all__ = ["ToolError", "ToolReader", "fs_root_spec", "is_sha256", "nonpositive_
            "run_tool", "run_until_listening", "sha256_of", "side_spec", "timeout_spec", "unavailable",
            "with_change_time", "without_unasked_diff"]
 
-_SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
+_SHA256_RE = LazyPattern(r"^[0-9a-fA-F]{64}$")
 
 
 def nonpositive_seconds(params, label, keys=("timeout",)):
