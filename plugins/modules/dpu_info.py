@@ -383,6 +383,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import
     supported_resets,
 )
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._mst import PARSERS as MST_PARSERS
+from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import RunOnce, ToolRunner, version_line
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import REQUIREMENTS
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
@@ -606,7 +607,6 @@ class DpuInfo(ToolReader):
     def rshim(self, side):
         if side != "host":
             return unavailable("rshim is read from the host side; this is the DPU side")
-        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
         from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._rshim import PARSERS as RSHIM_PARSERS
 
         pattern = os.path.join(self.fs_root, "dev", "rshim*", "misc")
@@ -631,7 +631,6 @@ class DpuInfo(ToolReader):
         from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._bf_release import (
             PARSERS as BF_RELEASE_PARSERS,
         )
-        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import ParseError
 
         result = self.run(["bfver"], "query BFB and OS versions with bfver")
         if result is None:
