@@ -8,8 +8,9 @@ at the end. Run time on a 2-core machine under load: about 10 minutes, most of i
 
 1. Through the DPU path the GPU hosts' cgroups spend less CPU per GB than through the tunnel they build
    themselves; the report's section shows both and the ratio.
-2. A measurement killed half way (SIGKILL of ansible-playbook once the comparison tunnel is up and the receiving
-   end listens on it) leaves the tunnel and that receiver behind; the next run removes the tunnel, stops the
+2. A measurement killed half way (SIGKILL of ansible-playbook once the comparison tunnel is up, the receiving
+   end listens on it and the sending end transfers; that sender is then frozen, as a stuck client) leaves the
+   tunnel and that receiver behind; the next run removes the tunnel, stops the
    receiver (it held the port: the next receiver could not listen) and leaves each host exactly as it was.
 """
 
@@ -96,28 +97,39 @@ def test_dpu_path_costs_the_hosts_less_cpu_per_gb(lab, tmp_path):
 def test_killed_half_way_the_next_run_cleans_up(lab):
     before = {h: host_snapshot(h) for h in HOSTS}
     argv = [str(BIN / "ansible-playbook"), "-i", str(lab), "playbooks/fabric_benchmark.yml", "--tags", "dividend",
-            "-e", "offload_dividend_size_mb=256", "-e", "offload_dividend_timeout=300"]
+            "-e", "offload_dividend_size_mb=1024", "-e", "offload_dividend_timeout=300"]
     proc = subprocess.Popen(argv, cwd=ROOT, env=ansible_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
         deadline = time.monotonic() + 600
-        # until the receiving end's tunnel is up and its host-path iperf3 listens on the tunnel's address
+        # until the receiving end's tunnel is up, its host-path iperf3 listens on the tunnel's address and the
+        # sending end's iperf3 is transferring to it
         while time.monotonic() < deadline:
-            if "bfdiv0" in host_snapshot(HOSTS[1])["link"] and host_path_receiver(HOSTS[1]) and proc.poll() is None:
+            if ("bfdiv0" in host_snapshot(HOSTS[1])["link"] and host_path_receiver(HOSTS[1])
+                    and host_path_sender(HOSTS[0]) and proc.poll() is None):
                 break
-            assert proc.poll() is None, "the measurement ended before its host-path receiver listened"
+            assert proc.poll() is None, "the measurement ended before its host-path transfer started"
             time.sleep(0.5)
         else:
-            pytest.fail("the host-path receiver never listened")
+            pytest.fail("the host-path transfer never started")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    left = host_snapshot(HOSTS[1])
-    assert "bfdiv0" in left["link"] and "charon" in left["charon"], "nothing was left to clean up: a vacuous test"
-    (receiver,) = host_path_receiver(HOSTS[1])
-    # the next run: its first task removes the tunnel, its receiving end stops the receiver, it measures and removes
-    # its own tunnel
-    run = run_playbook("playbooks/fabric_benchmark.yml", lab, "--tags", "dividend", "-e", "offload_dividend_size_mb=16")
+    # Killing ansible-playbook leaves the sending end's iperf3 running in its container. Were it to finish its
+    # transfer before the next run removes the tunnel, the one-off receiver would end by itself and leave the next
+    # run nothing to stop (a race this test lost under load). Frozen, it holds the receiver as a stuck client would.
+    senders = host_path_sender(HOSTS[0])
+    signal_in(HOSTS[0], "STOP", senders)
+    try:
+        left = host_snapshot(HOSTS[1])
+        assert "bfdiv0" in left["link"] and "charon" in left["charon"], "nothing was left to clean up: a vacuous test"
+        (receiver,) = host_path_receiver(HOSTS[1])
+        # the next run: its first task removes the tunnel, its receiving end stops the receiver, it measures and
+        # removes its own tunnel
+        run = run_playbook("playbooks/fabric_benchmark.yml", lab, "--tags", "dividend",
+                           "-e", "offload_dividend_size_mb=16")
+    finally:
+        signal_in(HOSTS[0], "KILL", senders)
     waited = [e["event_data"]["res"] for e in run["events"] if e.get("event") == "runner_on_ok"
               and e["event_data"].get("task") == "Wait for the receiving end (DPU path)"]
     assert [r.get("stopped_leftover") for r in waited] == [receiver], waited
@@ -131,6 +143,19 @@ def host_path_receiver(container: str) -> list[int]:
     proc = subprocess.run(["docker", "exec", container, "pgrep", "-f", "iperf3 .*-s .*-B 169\\.254\\.22\\."],
                           capture_output=True, text=True, timeout=30, check=False)
     return [int(pid) for pid in proc.stdout.split()]
+
+
+def host_path_sender(container: str) -> list[int]:
+    """PIDs of the iperf3 clients sending to the comparison tunnel's address (``-c 169.254.22.x``)."""
+    proc = subprocess.run(["docker", "exec", container, "pgrep", "-f", "iperf3 .*-c 169\\.254\\.22\\."],
+                          capture_output=True, text=True, timeout=30, check=False)
+    return [int(pid) for pid in proc.stdout.split()]
+
+
+def signal_in(container: str, name: str, pids: list[int]) -> None:
+    if pids:
+        subprocess.run(["docker", "exec", container, "sh", "-c", "kill -s %s %s" % (name, " ".join(map(str, pids)))],
+                       capture_output=True, timeout=30, check=False)
 
 
 def test_a_receiver_that_cannot_listen_says_why(lab):
