@@ -25,8 +25,13 @@ $(VENV)/.stamp: pyproject.toml
 # PYTHONDONTWRITEBYTECODE is set (CI containers often set it) nothing else would, and every twin tool call,
 # ansible-playbook run and bluefleet command would compile the modules it imports again. Files already
 # compiled are skipped (a few hundredths of a second).
+# ansible.cfg finds collections in .collections only (collections_scan_sys_path = False): the lab's connection
+# plugin, community.docker, is linked there from the `ansible` package's bundle.
 venv: $(VENV)/.stamp
 	@$(PY) -m compileall -q src plugins > /dev/null
+	@mkdir -p .collections/ansible_collections/community
+	@ln -sfn "$$($(PY) -c 'import ansible_collections.community.docker as m; print(list(m.__path__)[0])')" \
+		.collections/ansible_collections/community/docker
 
 # ---------------------------------------------------------------- the main job
 demo: venv
@@ -72,8 +77,11 @@ lint: venv
 	@# ansible-lint installs the collection it lints into $$HOME/.ansible and does not refresh a copy
 	@# of the same version: a throw-away HOME keeps a stale copy from shadowing the tree being linted.
 	@# ansible-lint's syntax check reads ansible.cfg's default inventory (inventories/sim): its twin roots first.
+	@# It sets the collection paths itself, from site-packages too (ansible.cfg's collections_scan_sys_path = False
+	@# would make it warn and leave them).
 	$(BIN)/bluefleet sim init -i inventories/sim
-	lint_home=$$(mktemp -d) && trap 'rm -rf "$$lint_home"' EXIT && HOME=$$lint_home $(BIN)/ansible-lint
+	lint_home=$$(mktemp -d) && trap 'rm -rf "$$lint_home"' EXIT && HOME=$$lint_home \
+		ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=True $(BIN)/ansible-lint
 
 sanity: venv
 	scripts/sanity.sh
