@@ -29,7 +29,6 @@ def firmware_decisions(card, nic_image="", nic_version="", bfb_image="", bfb_ver
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
     # every worker (one per task and host); only the called filter's code need be imported.
     from ansible.module_utils.parsing.convert_bool import boolean
-
     from ansible_collections.bluefleet.dpu.plugins.filter.reset_plan import reset_plan
 
     card = card or {}
