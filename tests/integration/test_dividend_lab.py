@@ -138,18 +138,20 @@ def test_killed_half_way_the_next_run_cleans_up(lab):
     assert after == before, "the host is not as it was before the killed run"
 
 
-def host_path_receiver(container: str) -> list[int]:
-    """PIDs of the iperf3 servers listening on the comparison tunnel's address (``-B 169.254.22.x``)."""
-    proc = subprocess.run(["docker", "exec", container, "pgrep", "-f", "iperf3 .*-s .*-B 169\\.254\\.22\\."],
+def _pids(container: str, pattern: str) -> list[int]:
+    proc = subprocess.run(["docker", "exec", container, "pgrep", "-f", pattern],
                           capture_output=True, text=True, timeout=30, check=False)
     return [int(pid) for pid in proc.stdout.split()]
+
+
+def host_path_receiver(container: str) -> list[int]:
+    """PIDs of the iperf3 servers listening on the comparison tunnel's address (``-B 169.254.22.x``)."""
+    return _pids(container, "iperf3 .*-s .*-B 169\\.254\\.22\\.")
 
 
 def host_path_sender(container: str) -> list[int]:
     """PIDs of the iperf3 clients sending to the comparison tunnel's address (``-c 169.254.22.x``)."""
-    proc = subprocess.run(["docker", "exec", container, "pgrep", "-f", "iperf3 .*-c 169\\.254\\.22\\."],
-                          capture_output=True, text=True, timeout=30, check=False)
-    return [int(pid) for pid in proc.stdout.split()]
+    return _pids(container, "iperf3 .*-c 169\\.254\\.22\\.")
 
 
 def signal_in(container: str, name: str, pids: list[int]) -> None:
