@@ -21,7 +21,7 @@ BIN = Path(sys.executable).parent
 FIRMWARE_AFTER_THE_PLANS = ("Install the BFB from the host over rshim (the DPU reboots itself)",
                             "Burn the NIC firmware (it runs after the reset below)",
                             "Write the NV configuration (Next Boot)",
-                            "Request the reset that activates what is pending",
+                            "Show the reset plan and request the reset that activates what is pending",
                             "Did this run write to the card or reset it",
                             "Read the card again where this run wrote to it or reset it (reads only)",
                             "Read what is still pending (reads only)",

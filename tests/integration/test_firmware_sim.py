@@ -16,6 +16,8 @@ from conftest import ROOT, changed_count, make_sim_inventory, run_playbook, twin
 PLAYBOOK = "playbooks/firmware.yml"
 SIM_POWER_CYCLE = "firmware_power_cycle_method: command\nfirmware_power_cycle_command: [dpusim, power-cycle]\n"
 CARD = "/dev/mst/mt41692_pciconf0"
+PLANNED = ("Plan the reset from the read of the card where it answers (fails here, before any write, when the reset "
+           "needed is not available)")
 
 
 def fleet(tmp_path, nodes, variables):
@@ -86,9 +88,10 @@ def test_four_times_rule_and_one_reset_per_node(tmp_path, collection_link):
     check_again = run_playbook(PLAYBOOK, inventory, extra, "--check", "--diff")
     assert changed_count(check_again) == 0, check_again["stdout"][-4000:]
     assert states(inventory) == settled
-    # Nothing to write or reset: the role ends after its plans on both DPUs, in check mode too.
+    # Nothing to write or reset: the role ends after its plans on both DPUs, in check mode too (the plan is shown
+    # where the reset is requested, after the plans: not on a node that ends).
     for run in (again, check_again):
-        assert passed(run, "Show the reset plan") == ["sim01-dpu", "sim02-dpu"]
+        assert passed(run, PLANNED) == ["sim01-dpu", "sim02-dpu"]
         for task in AFTER_THE_PLANS:
             assert passed(run, task) == [], "%s: the role went on with nothing to do" % task
 

@@ -100,7 +100,7 @@ NO_OP_SKIPS = ("Apply the lossless RoCE settings on every RoCE netdev (runtime o
                "Set the eswitch mode of each uplink's device",
                "Set the host privilege level and flags (mlxprivhost)",
                # the firmware and zero_trust roles end after their plans
-               "Request the reset that activates what is pending",
+               "Show the reset plan and request the reset that activates what is pending",
                "Nothing is pending and Next Boot holds what was asked",
                "Keep the reset the flags need as zero_trust_reset_required")
 

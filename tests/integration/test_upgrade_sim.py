@@ -27,6 +27,7 @@ PASSWORD_HASH = "$1$3B0RIrfX$TlHry93NFUJzg3Nya00rE1"  # bf.cfg ubuntu_PASSWORD (
 CARD = "/dev/mst/mt41692_pciconf0"
 GATE = "Health gate, the node runs the target and its links are up (step 'health gate')"
 GATE_READ = "Health gate, read the links and what the node runs, in one run (step 'health gate')"
+SHOW_PLAN = "Show the reset plan and request the reset that activates what is pending"
 RESTORE = "Restore the host restriction with its flags (step 'restore restriction')"
 
 
@@ -125,7 +126,7 @@ def test_check_mode_prints_each_reset_plan_and_changes_nothing(fleet):
     run = upgrade(fleet, "--check")
     assert snapshot(fleet) == before, "check mode changed the twin"
     assert not fleet["records"].exists(), "check mode wrote a record"
-    plans = results(run, "Show the reset plan")
+    plans = results(run, SHOW_PLAN)
     assert sorted(plans) == DPUS
     for plan in plans.values():
         lines = plan["msg"]
@@ -206,7 +207,7 @@ def test_a_setting_pending_on_one_card_brings_back_the_reset_there_alone(fleet):
     run = upgrade(fleet, "-e", vars_file(fleet, "serial-13", {"upgrade_serial": ["1", "3"]}))
     assert sorted(run["stats"].get("changed") or {}) == ["sim02-dpu"], run["stdout"][-3000:]
     assert passed(run, "Reset NIC firmware") == ["sim02-dpu"]
-    for task in ("Request the reset that activates what is pending",
+    for task in (SHOW_PLAN,
                  "Nothing is pending and Next Boot holds what was asked"):
         assert passed(run, task) == ["sim02-dpu"], task
     assert all(passed(run, task) in ([], ["sim02-dpu"]) for task in AFTER_THE_PLANS)
@@ -234,7 +235,7 @@ def test_rollback_returns_a_node_to_its_recorded_versions(fleet):
     assert file_bytes(fleet["state"]) == before, "rollback --check changed the twin"
     assert file_bytes(fleet["records"]) == records, "rollback --check changed a record"
     assert changed_count(check) > 0
-    lines = results(check, "Show the reset plan")["sim04-dpu"]["msg"]
+    lines = results(check, SHOW_PLAN)["sim04-dpu"]["msg"]
     assert lines[0] == "/dev/mst/mt41692_pciconf0: 2 change(s); reset: power_cycle", lines
     assert lines[1].startswith("  bfb: %s -> %s (needs power_cycle" % (NEW_RELEASE, OLD_RELEASE)), lines
     assert lines[2].startswith("  nic_firmware: %s -> %s (needs firmware_reset" % (NEW_FW, OLD_FW)), lines
