@@ -122,3 +122,29 @@ def test_a_failure_at_any_step_restores_the_restriction(fleet, step):
     again = upgrade(fleet)  # the cause is gone (or clears itself): the re-run converges
     assert twin_state(fleet["root"])["cards"][0]["firmware"]["running"]["version"] == NEW_FW, again["stdout"][-2000:]
     assert restriction(fleet["root"]) == before
+
+
+def test_a_failure_before_the_summary_still_sees_the_record(fleet):
+    """The node's record is read by the summary task, after 'read versions'. A failure before it (here a read that
+    cannot be parsed) is handled by the rescue, which reads the record itself: a node recorded as left down by an
+    earlier run gets that run's recovery (restart the Arm) in the message, and the record of this failure keeps the
+    versions the earlier run recorded (the rollback's target)."""
+    records = fleet["dir"] / "records"
+    records.mkdir()
+    previous = {"nic_firmware": OLD_FW, "nic_firmware_flashed": OLD_FW, "bfb_release": None,
+                "host_level": "RESTRICTED"}
+    written = {"host": DPU, "fleet": "earlier", "previous": previous,
+               "target": {"nic_firmware": NEW_FW, "bfb_release": ""},
+               "blocked": {"reason": "dpu_down", "at": "2026-12-01T00:00:00Z", "flashed": OLD_FW,
+                           "step": "Install the BFB from the host over rshim (the DPU reboots itself)"}}
+    (records / ("%s.json" % DPU)).write_text(json.dumps(written))
+    fault("set", "garbage_output", "--tool", "mlxconfig")(fleet)
+    run = upgrade(fleet, check=False)
+    assert run["rc"] != 0
+    msg = failure(run)
+    assert "upgrade failed at 'Read what the node runs" in msg, msg
+    assert "the DPU is down" in msg and "SW_RESET 1" in msg, msg
+    record = json.loads((records / ("%s.json" % DPU)).read_text())
+    assert record["previous"] == previous, record
+    assert record["blocked"]["reason"] == "dpu_down", record
+    assert record["blocked"]["step"].startswith("Read what the node runs"), record  # this run's failure, recorded
