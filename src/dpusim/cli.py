@@ -5,7 +5,7 @@
     dpusim init --profile NAME [--profile NAME ...] [--role host|dpu] [--card-dir DIR ...]
     dpusim state                     the node and its cards as JSON
     dpusim reboot | power-cycle      reboot this node's OS / power-cycle the machine
-    dpusim fault set NAME [--tool T] [--seconds S] | clear [NAME] | list
+    dpusim fault set NAME [--tool T] [--seconds S] [--reads N] | clear [NAME] | list
     dpusim replay CAPTURE_DIR | --off
     dpusim make-image --kind nic-fw|bfb --profile NAME --version V [--psid P] [--corrupt] -o FILE
     dpusim rshim cat | write "SW_RESET 1" [--index N]   /dev/rshimN/misc of a host's BlueField
@@ -146,6 +146,10 @@ def cmd_fault(args: argparse.Namespace) -> int:
                 params["tools"] = args.tool
             if args.seconds is not None:
                 params["seconds"] = args.seconds
+            if args.reads is not None:
+                if args.reads < 1:
+                    raise faults.FaultError("dpusim fault set: --reads %d: give a whole number >= 1" % args.reads)
+                params["reads"] = args.reads
             faults.set_fault(node, args.name, params)
             print("dpusim: fault %s set" % faults.check_name(args.name))
         elif args.action == "clear":
@@ -283,6 +287,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("name", nargs="?")
     s.add_argument("--tool", action="append")
     s.add_argument("--seconds", type=float)
+    s.add_argument("--reads", type=int, help="links_training: how many reads see the ports DOWN (default 1)")
     s.set_defaults(func=cmd_fault)
     s = sub.add_parser("replay", help="answer from a bluefleet capture")
     s.add_argument("capture", nargs="?")

@@ -34,6 +34,10 @@ FAULTS: dict[str, tuple[str, str]] = {
                                 "fires once"),
     "host_reboot": ("node", "the node reboots (as dpusim reboot) while the next call of the named tools (--tool, "
                             "default all) starts: nothing of it runs, its SSH session closes (exit 255); fires once"),
+    # mlx5's RoCE port query reads a port ACTIVE only while its netdev has carrier, else DOWN (DISABLED): what the
+    # ports read for a while after a reset, as the links come back (the reset plan's disruption text).
+    "links_training": ("node", "the next --reads N (default 1) reads of the RDMA ports (rdma link show) find every "
+                               "port DOWN, as while the links come back after a reset; each read uses one"),
     "bmc_unreachable": ("card", "the card's BMC does not answer (dpusim bmc serve drops every connection)"),
     "bmc_task_hangs": ("card", "the BMC's next update task stays Running at 40 percent and never completes"),
     "bmc_task_aborts": ("card", "the BMC's next update task ends in Exception (ApplyFailed, TaskAborted)"),

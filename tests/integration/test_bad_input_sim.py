@@ -28,7 +28,7 @@ from conftest import BIN, ROOT, make_sim_inventory, run_playbook, twin_snapshot
 UPGRADE = yaml.safe_load((ROOT / "playbooks" / "upgrade.yml").read_text(encoding="utf-8"))
 PICK = {task["name"]: task for task in UPGRADE[0]["tasks"]}
 ROLLING = PICK["The rolling inputs are valid, checked before any node is touched"]
-TIMEOUTS = PICK["The firmware timeouts are whole numbers above 0, checked before any node is touched"]
+TIMEOUTS = PICK["The timeouts are whole numbers of seconds, checked before any node is touched"]
 
 
 def _templar(variables):
@@ -64,7 +64,7 @@ ROLLING_GOOD = [("upgrade_serial", v) for v in ("1", 1, ["1", "25%"], "100%", [1
                [("upgrade_max_fail_percentage", v) for v in (0, "20", 100)]
 TIMEOUT_BAD = [("firmware_timeout", "0"), ("firmware_bfb_timeout", -5), ("firmware_bfb_ready_timeout", "abc"),
                ("firmware_bfb_poll_interval", "0"), ("firmware_reconnect_timeout", "1.5"),
-               ("firmware_bfb_ready_timeout", ""), ("firmware_timeout", "-600")]
+               ("firmware_bfb_ready_timeout", ""), ("firmware_timeout", "-600"), ("upgrade_links_interval", "0")]
 
 
 @pytest.mark.parametrize("name, value", ROLLING_BAD, ids=json.dumps)
@@ -88,6 +88,16 @@ def test_timeout_refused(name, value):
     assert msg.startswith("%s=%s: give a whole number of seconds above 0" % (name, json.dumps(value))), msg
     assert "-e %s=" % name in msg and "Nothing was changed" in msg
     assert all(ok for key, (ok, _why) in results.items() if key != name)
+
+
+def test_links_wait_may_be_zero_not_negative():
+    """upgrade_links_wait=0 reads the links once; a negative or fractional value is refused with its own words."""
+    assert all(ok for ok, _why in _check_timeouts({"upgrade_links_wait": 0}).values())
+    for value in ("-1", "1.5", "x"):
+        passed, msg = _check_timeouts({"upgrade_links_wait": value})["upgrade_links_wait"]
+        assert not passed, value
+        assert msg.startswith("upgrade_links_wait=%s: give a whole number of seconds (0: read the links once)"
+                              % json.dumps(value)), msg
 
 
 def test_timeout_given_as_a_string_is_accepted():

@@ -148,3 +148,41 @@ def test_a_failure_before_the_summary_still_sees_the_record(fleet):
     assert record["previous"] == previous, record
     assert record["blocked"]["reason"] == "dpu_down", record
     assert record["blocked"]["step"].startswith("Read what the node runs"), record  # this run's failure, recorded
+
+
+GATE_READ = "Health gate, read the links and what the node runs, in one run (step 'health gate')"
+
+
+def _links_vars(fleet, **values):
+    path = fleet["dir"] / "extra-links.json"
+    path.write_text(json.dumps(values))
+    return ["-e", "@%s" % path]
+
+
+def test_the_health_gate_reads_the_links_again_until_they_are_up(fleet):
+    """After the reset the ports read DOWN for two reads (fault links_training: the links come back): the gate reads
+    again every upgrade_links_interval seconds and passes on the third read."""
+    before = restriction(fleet["root"])
+    fault("set", "links_training", "--reads", "2")(fleet)
+    run = upgrade(fleet, *_links_vars(fleet, upgrade_links_interval=1), check=False)
+    assert run["rc"] == 0, run["stdout"][-3000:]
+    gate = [e["event_data"]["res"] for e in run["events"] if e.get("event") == "runner_on_ok"
+            and e["event_data"].get("task") == GATE_READ]
+    assert [(g["attempts"], g["rdma_links"]["all_active"]) for g in gate] == [(3, True)], gate
+    assert twin_state(fleet["root"])["cards"][0]["firmware"]["running"]["version"] == NEW_FW
+    assert restriction(fleet["root"]) == before
+
+
+def test_the_health_gate_fails_when_the_links_stay_down(fleet):
+    """Ports still DOWN after upgrade_links_wait seconds of reads: the gate fails, names the ports and the wait, and the
+    restriction goes back."""
+    before = restriction(fleet["root"])
+    fault("set", "links_training", "--reads", "50")(fleet)
+    run = upgrade(fleet, *_links_vars(fleet, upgrade_links_wait=2, upgrade_links_interval=1), check=False)
+    assert run["rc"] != 0
+    msg = failure(run)
+    assert "upgrade failed at 'Health gate, the node runs the target and its links are up" in msg, msg
+    assert "RDMA ports not active (read again for up to 2 s): mlx5_0/1 DOWN, mlx5_1/1 DOWN" in msg, msg
+    assert "host restriction restored as before" in msg, msg
+    assert restriction(fleet["root"]) == before
+    fault("clear")(fleet)

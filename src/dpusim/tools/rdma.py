@@ -10,8 +10,8 @@ like mlx5 fills it.
 
 from __future__ import annotations
 
+from dpusim import faults, state
 from dpusim import linux_state as ls
-from dpusim import state
 from dpusim.render import rdma as render
 from dpusim.tools._common import ToolExit, check_arm_up, emit, run_tool, visible_cards
 
@@ -152,7 +152,7 @@ def _ibdev2netdev(node: state.Node, argv: list[str]) -> int:
     return 0
 
 
-def _rdma(node: state.Node, argv: list[str]) -> int:
+def _rdma(node: state.Node, argv: list[str], training: bool = False) -> int:
     args = [a for a in argv if a not in ("-d", "--details")]
     obj = args[0] if args else ""
     sub = args[1] if len(args) > 1 else "show"
@@ -164,7 +164,7 @@ def _rdma(node: state.Node, argv: list[str]) -> int:
             name = f"{p['ibdev']}/{p['port']}"
             if target is not None and target not in (name, p["ibdev"]):
                 continue
-            up = ls.link_up(node, p["netdev"])
+            up = not training and ls.link_up(node, p["netdev"])
             links.append({"ibdev": p["ibdev"], "port": p["port"], "state": "ACTIVE" if up else "DOWN",
                           "physical_state": "LINK_UP" if up else "DISABLED", "netdev": p["netdev"]})
         if target is not None and not links:
@@ -189,7 +189,27 @@ def _rdma(node: state.Node, argv: list[str]) -> int:
                    f"only, not {' '.join(argv) or '(no object)'}", rc=1, stream="stderr")
 
 
+def _links_training(argv: list[str]) -> bool:
+    """Fault ``links_training``: this read of the ports finds them DOWN, and uses one of the fault's reads."""
+    args = [a for a in argv if a not in ("-d", "--details")]
+    if not (args and args[0] in ("link", "l") and (len(args) < 2 or args[1] in ("show", "list"))):
+        return False
+    if faults.active(state.load_node(), "links_training") is None:  # the usual case: no write lock
+        return False
+    with state.open_node() as node:
+        params = faults.active(node, "links_training")
+        if params is None:
+            return False
+        left = int(params.get("reads", 1)) - 1
+        if left > 0:
+            faults.set_fault(node, "links_training", dict(params, reads=left))
+        else:
+            faults.clear_fault(node, "links_training")
+    return True
+
+
 def body(argv: list[str], prog: str) -> int:
+    training = prog == "rdma" and _links_training(argv)
     with state.open_node(write=False) as node:
         check_arm_up(node)
         if prog == "ibv_devinfo":
@@ -198,7 +218,7 @@ def body(argv: list[str], prog: str) -> int:
             return _show_gids(node, argv)
         if prog == "ibdev2netdev":
             return _ibdev2netdev(node, argv)
-        return _rdma(node, argv)
+        return _rdma(node, argv, training)
 
 
 def main(argv: list[str], prog: str) -> int:

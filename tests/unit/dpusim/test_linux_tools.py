@@ -260,6 +260,23 @@ def test_ibv_devinfo_ibdev2netdev_rdma(pair, capsys, monkeypatch):
     assert "PORT_DOWN (1)" in run(capsys, monkeypatch, host, "ibv_devinfo", "-d", "mlx5_1")[1]
 
 
+def test_links_training_reads_the_ports_down_for_its_reads_only(pair, capsys, monkeypatch):
+    dpu = pair["dpu"]
+    monkeypatch.setenv("DPUSIM_ROOT", str(dpu))
+    from dpusim import cli
+    assert cli.main(["fault", "set", "links_training", "--reads", "2"]) == 0
+    capsys.readouterr()
+    down = ("link mlx5_0/1 state DOWN physical_state DISABLED netdev p0\n"
+            "link mlx5_1/1 state DOWN physical_state DISABLED netdev p1\n")
+    assert run(capsys, monkeypatch, dpu, "rdma", "dev", "show")[0] == 0  # not a read of the ports: uses none
+    assert run(capsys, monkeypatch, dpu, "rdma", "link", "show")[:2] == (0, down)
+    assert run(capsys, monkeypatch, dpu, "rdma", "link")[:2] == (0, down)
+    assert run(capsys, monkeypatch, dpu, "rdma", "link", "show")[1] == down.replace(
+        "DOWN physical_state DISABLED", "ACTIVE physical_state LINK_UP")
+    assert "links_training" not in state.load_node(dpu).faults
+    assert cli.main(["fault", "set", "links_training", "--reads", "0"]) != 0
+
+
 def test_ibv_devinfo_verbose_blocks(pair, capsys, monkeypatch):
     with state.open_node(pair["host"]) as node:
         linux_state.set_netdev(node, "ens1f0np0", ipv4_add=["10.0.0.1/24"])
