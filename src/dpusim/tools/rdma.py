@@ -152,7 +152,8 @@ def _ibdev2netdev(node: state.Node, argv: list[str]) -> int:
     return 0
 
 
-def _rdma(node: state.Node, argv: list[str], training: bool = False) -> int:
+def _rdma(node: state.Node, argv: list[str], training: bool = False) -> tuple[int, bool]:
+    """Exit status, and whether this was a read of the ports (``rdma link show``)."""
     args = [a for a in argv if a not in ("-d", "--details")]
     obj = args[0] if args else ""
     sub = args[1] if len(args) > 1 else "show"
@@ -170,7 +171,7 @@ def _rdma(node: state.Node, argv: list[str], training: bool = False) -> int:
         if target is not None and not links:
             raise ToolExit("Wrong device name", rc=1, stream="stderr")
         emit(render.rdma_link(links))
-        return 0
+        return 0, True
     if obj in ("dev", "d") and sub in ("show", "list"):
         devs = []
         for index, p in enumerate(ports):
@@ -184,32 +185,25 @@ def _rdma(node: state.Node, argv: list[str], training: bool = False) -> int:
         if target is not None and not devs:
             raise ToolExit("Wrong device name", rc=1, stream="stderr")
         emit(render.rdma_dev(devs))
-        return 0
+        return 0, False
     raise ToolExit("dpusim: rdma: the twin answers 'rdma link [show [DEV/PORT]]' and 'rdma dev [show [DEV]]' "
                    f"only, not {' '.join(argv) or '(no object)'}", rc=1, stream="stderr")
 
 
-def _links_training(argv: list[str]) -> bool:
-    """Fault ``links_training``: this read of the ports finds them DOWN, and uses one of the fault's reads."""
-    args = [a for a in argv if a not in ("-d", "--details")]
-    if not (args and args[0] in ("link", "l") and (len(args) < 2 or args[1] in ("show", "list"))):
-        return False
-    if faults.active(state.load_node(), "links_training") is None:  # the usual case: no write lock
-        return False
+def _use_one_training_read() -> None:
+    """Fault ``links_training``: a read of the ports found them DOWN; one of the fault's reads is used."""
     with state.open_node() as node:
         params = faults.active(node, "links_training")
         if params is None:
-            return False
+            return
         left = int(params.get("reads", 1)) - 1
         if left > 0:
             faults.set_fault(node, "links_training", dict(params, reads=left))
         else:
             faults.clear_fault(node, "links_training")
-    return True
 
 
 def body(argv: list[str], prog: str) -> int:
-    training = prog == "rdma" and _links_training(argv)
     with state.open_node(write=False) as node:
         check_arm_up(node)
         if prog == "ibv_devinfo":
@@ -218,7 +212,11 @@ def body(argv: list[str], prog: str) -> int:
             return _show_gids(node, argv)
         if prog == "ibdev2netdev":
             return _ibdev2netdev(node, argv)
-        return _rdma(node, argv, training)
+        training = faults.active(node, "links_training") is not None
+        rc, read_ports = _rdma(node, argv, training)
+    if training and read_ports:  # after the read-only lock: the fault's count is written under the node's own lock
+        _use_one_training_read()
+    return rc
 
 
 def main(argv: list[str], prog: str) -> int:
