@@ -20,7 +20,8 @@ description:
     DPUSIM_ROOT), which the plays of this collection pass to C(environment).
   - Each host also gets the settings that differ between a twin and a real machine
     (C(preflight_fs_root), C(firmware_power_cycle_method), C(firmware_power_cycle_command),
-    C(firmware_reboot_command)); a real inventory sets them for its BMCs instead.
+    C(firmware_reboot_command), C(firmware_reconnect_delay=0) and C(firmware_reconnect_sleep=1)); a real
+    inventory sets them for its BMCs instead.
   - C(bluefleet_fs_root) (the twin root) is where roles write the files a machine keeps under
     C(/), and C(bluefleet_linux_services=false) tells roles not to manage this machine's own
     Linux services (Open vSwitch, strongSwan, nftables, systemd units); all simulated nodes share
@@ -206,6 +207,10 @@ class InventoryModule(BaseInventoryPlugin):
         self.inventory.set_variable(name, "firmware_reboot_command", [dpusim, "--root", root, "reboot"])
         # The twin's bfb-install takes seconds (DPUSIM_TIME_SCALE): poll it every second.
         self.inventory.set_variable(name, "firmware_bfb_poll_interval", 1)
+        # A twin node answers again as soon as its restart (a BlueField's Arm under mlxfwreset -l 3 run on its Arm
+        # side) is done: the reset's modelled time passes inside the tool. Try it again at once, then every second.
+        self.inventory.set_variable(name, "firmware_reconnect_delay", 0)
+        self.inventory.set_variable(name, "firmware_reconnect_sleep", 1)
 
     @staticmethod
     def _run(argv):

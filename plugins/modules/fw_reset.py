@@ -128,6 +128,23 @@ options:
     description: Seconds each command (and the Redfish call) may run.
     type: int
     default: 600
+  reconnect_delay:
+    description:
+      - Where the session that runs the module ends under the reset (the node restarts - a BlueField's Arm OS under
+        C(mlxfwreset -l 3) run on its Arm side, a BlueField system reboot; or the node's own O(reboot_command)), the
+        seconds before the first try to reach the node again. Then the card is read in check mode and the task
+        fails unless nothing is pending (RV(restarted)).
+      - Used by the action plugin on the controller; the module on the node ignores it.
+    type: int
+    default: 60
+  reconnect_timeout:
+    description: After O(reconnect_delay), the seconds to go on trying to reach the node before the task fails.
+    type: int
+    default: 1800
+  reconnect_sleep:
+    description: Seconds between two tries to reach the node after O(reconnect_delay).
+    type: int
+    default: 5
 extends_documentation_fragment:
   - bluefleet.dpu.options.side
 attributes:
@@ -242,6 +259,16 @@ verified:
   description: The card was read again after the reset and nothing is pending.
   returned: always
   type: bool
+restarted:
+  description:
+    - The session ended under the reset (the node restarted) and the card was read again once the node answered
+      (in check mode, by the same module); the other keys are that read's.
+  returned: when the node restarted under the reset
+  type: bool
+reconnected_after:
+  description: Seconds from the end of the session to the node's answer, O(reconnect_delay) included.
+  returned: when the node restarted under the reset
+  type: int
 diff:
   description: Pending parameters and firmware before and after.
   returned: always
@@ -417,6 +444,11 @@ def argument_spec():
         }},
         "verify": {"type": "bool", "default": True},
         "timeout": timeout_spec(600),
+        # the action plugin's (plugins/action/fw_reset.py), which takes them off before the module runs; in the
+        # spec so that the module's documentation and argument checks (ansible-lint, ansible-test) know them
+        "reconnect_delay": {"type": "int", "default": 60},
+        "reconnect_timeout": {"type": "int", "default": 1800},
+        "reconnect_sleep": {"type": "int", "default": 5},
     }
 
 

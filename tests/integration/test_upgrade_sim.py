@@ -161,6 +161,13 @@ def test_rerun_after_the_fault_completes_canary_then_batch(fleet):
     for dpu in DPUS:
         assert versions(fleet, dpu) == (NEW_FW, NEW_RELEASE), dpu
     assert PASSWORD_HASH not in run["stdout"] and PASSWORD_HASH not in json.dumps(run["events"])
+    # mlxfwreset -l 3 run in each DPU's Arm OS restarts that OS and ends the session that ran it (the twin, as ssh
+    # reports it): the reset's task waited for the node and read the card again, nothing pending
+    reset = results(run, "Reset NIC firmware")
+    assert sorted(reset) == ["sim02-dpu", "sim03-dpu", "sim04-dpu"]
+    for dpu, res in reset.items():
+        assert res["restarted"] and res["verified"] and res["changed"], (dpu, res)
+        assert not res["pending"]["nvconfig"] and not res["pending"]["firmware"], (dpu, res)
     # the restricted host was lifted for the upgrade and restricted again
     privhost = card(fleet, "sim03-dpu")["privhost"]
     assert privhost["level"] == "RESTRICTED"

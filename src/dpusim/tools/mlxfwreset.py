@@ -166,6 +166,7 @@ def do_reset(node: state.Node, card: state.Card, dev: str, level: int | None, rt
         emit("Done\n")
     with state.open_node() as wnode:
         wcard = next(c for c in wnode.cards if c.dir == card.dir)
+        boot_before = wcard.data.get("arm_boot_id", 0)
         if level == 0:
             fw = wcard.data["firmware"]
             fw["running"] = dict(fw["banks"][fw["active_bank"]])
@@ -173,6 +174,14 @@ def do_reset(node: state.Node, card: state.Card, dev: str, level: int | None, rt
             device.firmware_reset(wnode, wcard, level)
             if level == 4 and wnode.role == "dpu":
                 wnode.data["seen_arm_boot_id"] = wcard.data["arm_boot_id"]
+        # Level 3 run in a BlueField's own Arm OS restarts that OS ("BlueField system reboot", NVIDIA DOCA "BlueField
+        # Reset and Reboot Procedures": mlxfwreset -d DEV -y -l 3 --sync 1 r, run in the BlueField OS): the program
+        # and the SSH session that ran it end with it. What the caller sees is what drop_session models (dpusim.tool).
+        arm_restarted = level == 3 and wnode.role == "dpu" and wcard.data.get("arm_boot_id", 0) != boot_before
+        hostname = str(wnode.data.get("hostname") or state.root_dir().name)
+    if arm_restarted:
+        emit("Connection to %s closed by remote host.\n" % hostname, "stderr")
+        return 255
     if level in (0, 3):
         emit("-I- FW was loaded successfully.\n")
     emit("\n")

@@ -24,7 +24,11 @@ MODULES = sorted(p.stem for p in MODULES_DIR.glob("*.py") if p.stem != "__init__
 # Modules whose work an action plugin of the same name does on the controller (plugins/action): their file in
 # plugins/modules holds the documentation only, as ansible.builtin.set_fact's does.
 ACTIONS_DIR = MODULES_DIR.parent / "action"
-ACTIONS = sorted(p.stem for p in ACTIONS_DIR.glob("*.py") if p.stem != "__init__")
+# Action plugins around a module that does its work on the node (the plugin adds a step on the controller, as
+# ansible.builtin.reboot's wait): that module file is a whole module; the options the plugin takes off before the
+# module runs (its CONTROLLER_OPTIONS) are in the module's spec and documentation with the same defaults.
+WRAPPERS = ("fw_reset",)
+ACTIONS = sorted(p.stem for p in ACTIONS_DIR.glob("*.py") if p.stem not in ("__init__",) + WRAPPERS)
 
 # Modules that run tools but do not report the tool's version yet (the version argv of each must be
 # checked against the real tool and the twin first). The test below fails when one of them starts to
@@ -309,6 +313,16 @@ def test_one_device_handle_type():
                      if any(isinstance(n, ast.ClassDef) and n.name.endswith("Card")
                             for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))))
     assert defined == ["module_utils/domain/_cards.py"], defined
+
+
+@pytest.mark.parametrize("name", WRAPPERS)
+def test_a_wrapping_action_plugin_passes_the_module_its_options(name, monkeypatch):
+    assert (ACTIONS_DIR / (name + ".py")).exists() and name in MODULES
+    own = importlib.import_module("ansible_collections.bluefleet.dpu.plugins.action." + name).CONTROLLER_OPTIONS
+    spec = _argument_spec(name, monkeypatch)
+    options = _docs(name)["DOCUMENTATION"]["options"]
+    for option, default in own.items():
+        assert spec[option].get("default") == default and options[option].get("default") == default, option
 
 
 def test_every_action_plugin_has_its_documentation_module():

@@ -1,0 +1,131 @@
+"""bluefleet.dpu.fw_reset's action plugin: a reset that ends the session running the module (the node restarts under
+it) is followed by a wait for the node and a read of the card in check mode; any other run is the module's own.
+
+The module is replaced by a script of answers (what the connection returns or raises, call by call); the clock by
+one that sleeps instantly.
+"""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from ansible.errors import AnsibleConnectionFailure
+from ansible_collections.bluefleet.dpu.plugins.action import fw_reset
+
+TWIN_DROP = {"failed": True, "rc": 255, "msg": "reset the firmware of 03:00.0 with mlxfwreset failed: exit status 255",
+             "stderr": "Connection to sim01-dpu closed by remote host.\n",
+             "cmd": [["mlxfwreset", "-d", "03:00.0", "-y", "-l", "3", "--sync", "1", "r"]]}
+NOTHING_PENDING = {"changed": False, "reset": "none", "method": "none", "pending": {"nvconfig": [], "firmware": False},
+                   "firmware": {"running": "32.43.1014", "flashed": "32.43.1014"}, "check_mode_prediction": False,
+                   "cmd": [["mlxconfig", "-d", "03:00.0", "-e", "q"]]}
+STILL_PENDING = dict(NOTHING_PENDING, pending={"nvconfig": ["NUM_OF_VFS"], "firmware": False})
+ARGS = {"device": "03:00.0", "timeout": 600, "reconnect_delay": 7, "reconnect_timeout": 30, "reconnect_sleep": 2}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+        self.slept = []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def run(answers, args=None, check_mode=False):
+    """Run the action with the module answering ``answers`` in turn (an exception is raised); returns (result,
+    the calls the module got as (module args, check mode), the clock, the connection)."""
+    task = mock.MagicMock()
+    task.args = dict(ARGS if args is None else args)
+    task.async_val = 0
+    task.check_mode = check_mode
+    task.diff = False
+    task.action = "bluefleet.dpu.fw_reset"
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    action = fw_reset.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
+                                   shared_loader_obj=None)
+    calls = []
+    script = list(answers)
+
+    def execute(name, module_args=None, task_vars=None):
+        assert name == "bluefleet.dpu.fw_reset"
+        calls.append((dict(module_args), task.check_mode))
+        answer = script.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return dict(answer)
+
+    clock = Clock()
+    with mock.patch.object(action, "_execute_module", side_effect=execute), \
+            mock.patch.object(fw_reset.time, "monotonic", clock.monotonic), \
+            mock.patch.object(fw_reset.time, "sleep", clock.sleep):
+        result = action.run(task_vars={"inventory_hostname": "sim01-dpu"})
+    assert not script, "answers left over: the action ran the module fewer times than expected"
+    return result, calls, clock, connection
+
+
+def test_a_reset_the_module_saw_through_is_its_own_result():
+    answer = dict(NOTHING_PENDING, changed=True, reset="firmware_reset", verified=True)
+    result, calls, clock, connection = run([answer])
+    assert result["verified"] and result["reset"] == "firmware_reset" and "restarted" not in result
+    assert calls == [({"device": "03:00.0", "timeout": 600}, False)], "the reconnect options stay on the controller"
+    assert clock.slept == [] and not connection.reset.called
+
+
+def test_a_refusal_is_not_a_restart():
+    refused = {"failed": True, "rc": 1, "msg": "reset the firmware of 03:00.0 failed: -E- Reset-level '3' is not "
+                                               "supported for device, 03:00.0.", "stderr": ""}
+    result, calls, clock, _ = run([refused])
+    assert result["failed"] and "not supported" in result["msg"] and len(calls) == 1 and clock.slept == []
+
+
+def test_the_twin_ends_the_session_then_the_card_is_read_in_check_mode():
+    result, calls, clock, connection = run([TWIN_DROP, NOTHING_PENDING])
+    assert result["restarted"] and result["verified"] and result["changed"] and not result.get("failed")
+    assert calls[1] == ({"device": "03:00.0", "timeout": 600}, True), "the read is the module in check mode"
+    assert clock.slept == [7] and connection.reset.called
+    assert result["reconnected_after"] == 7 and "check_mode_prediction" not in result
+    assert result["cmd"] == TWIN_DROP["cmd"] + NOTHING_PENDING["cmd"]
+    assert "sim01-dpu restarted under the reset" in result["msg"]
+
+
+def test_a_real_session_end_raises_and_the_node_is_tried_until_it_answers():
+    down = AnsibleConnectionFailure("Failed to connect to the host via ssh: Connection refused")
+    result, calls, clock, _ = run([AnsibleConnectionFailure("Shared connection to dpu closed."), down, down,
+                                   {"unreachable": True, "msg": "timed out"}, NOTHING_PENDING])
+    assert result["restarted"] and result["verified"] and not result.get("failed")
+    assert clock.slept == [7, 2, 2, 2] and result["reconnected_after"] == 13
+    assert [check for _, check in calls] == [False, True, True, True, True]
+
+
+def test_still_pending_after_the_restart_fails_naming_it():
+    result, _, _, _ = run([TWIN_DROP, STILL_PENDING])
+    assert result["failed"] and not result["verified"] and result["restarted"]
+    assert "still has pending" in result["msg"] and "NUM_OF_VFS" in result["msg"] and result["rc"] == 255
+    # no verdict that a power cycle is needed (the upgrade would record a blocker): the reset may not have run
+    assert "power cycle" not in result["msg"].lower()
+
+
+def test_a_node_that_never_answers_fails_after_the_timeout():
+    down = AnsibleConnectionFailure("Failed to connect to the host via ssh: No route to host")
+    result, calls, clock, _ = run([TWIN_DROP] + [down] * 16)
+    assert result["failed"] and "did not answer within reconnect_timeout=30 s" in result["msg"]
+    assert "No route to host" in result["msg"] and "firmware_reconnect_timeout" in result["msg"]
+    assert clock.now - 1000.0 <= 7 + 30 and len(calls) == 17
+
+
+def test_check_mode_reads_once_whatever_it_answers():
+    result, calls, _, _ = run([dict(NOTHING_PENDING, reset="firmware_reset")], check_mode=True)
+    assert result["reset"] == "firmware_reset" and len(calls) == 1 and calls[0][1] is True
+
+
+@pytest.mark.parametrize("name,value", [("reconnect_delay", -1), ("reconnect_timeout", "soon"),
+                                        ("reconnect_sleep", 0)])
+def test_a_bad_wait_is_refused_before_the_module_runs(name, value):
+    result, calls, _, _ = run([], args=dict(ARGS, **{name: value}))
+    assert result["failed"] and result["msg"].startswith("bluefleet.dpu.fw_reset: %s=" % name) and calls == []
