@@ -68,6 +68,7 @@ try:
     {call}
 finally:
     _account()
+sys.exit(rc)
 """
 TOOL_CALL = "from dpusim.tool import run\n    rc = run({name!r}, sys.argv[1:])\n    sys.stdout.flush()"
 CLI_CALL = "from dpusim.cli import main\n    rc = main()\n    sys.stdout.flush()"

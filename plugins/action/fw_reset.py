@@ -8,9 +8,10 @@ session that runs the module ends under it, before the module can read the card 
 reports the task unreachable (the connection raises), or failed with ssh's exit status 255 and its "closed by remote
 host" line (the twin's model of it, ``dpusim.tools.mlxfwreset``). Here, as ``ansible.builtin.reboot`` does around its
 reboot command: the session's end is taken as the restart, the node is tried again after ``reconnect_delay`` s and
-then every ``reconnect_sleep`` s (the connection reset between tries) until it answers or ``reconnect_timeout`` s
-have passed, and the module then reads the card in check mode (nothing is written): the task fails unless nothing is
-pending. A run that ends otherwise (the reset refused, nothing to reset, check mode) is the module's result as it is.
+then every ``reconnect_sleep`` s (the connection reset before a try where it was lost) until it answers or
+``reconnect_timeout`` s have passed, and the module then reads the card in check mode (nothing is written): the task
+fails unless nothing is pending. A run that ends otherwise (the reset refused, nothing to reset, check mode) is the
+module's result as it is.
 
 The three ``reconnect_*`` options are this plugin's (the role passes firmware_reconnect_delay and
 firmware_reconnect_timeout); the module never sees them. Documentation: plugins/modules/fw_reset.py.
@@ -37,6 +38,14 @@ def session_dropped(result):
         return False
     text = "%s %s %s" % (result.get("msg", ""), result.get("stderr", ""), result.get("module_stderr", ""))
     return any(words in text for words in DROP_WORDS)
+
+
+def connection_lost(result):
+    """The module's own answer did not come back (the connection raised, or ssh's MODULE FAILURE with the module's
+    output lost): the connection is reset before the node is tried again. Where the module answered (the twin's
+    tool reported the end of its session), the connection carried that answer and is left as it is: with Mitogen
+    on the local connection one context serves every host, and resetting it would cut the other hosts' tasks."""
+    return bool(result.get("unreachable")) or "module_stderr" in result or "module_stdout" in result
 
 
 def seconds(args, name):
@@ -80,15 +89,18 @@ class ActionModule(ActionBase):
         started = time.monotonic()
         time.sleep(delay)
         last = None
+        lost = connection_lost(first)
         while True:
-            try:
-                self._connection.reset()
-            except AttributeError:
-                pass
+            if lost:
+                try:
+                    self._connection.reset()
+                except AttributeError:
+                    pass
             read = self.read_in_check_mode(module_args, task_vars)
             if not session_dropped(read):
                 break
             last = read
+            lost = connection_lost(read)
             if time.monotonic() - started + sleep > delay + timeout:
                 return {"failed": True, "unreachable": False, "changed": True, "restarted": True,
                         "msg": "%s did not answer within reconnect_timeout=%d s after its session ended under the "

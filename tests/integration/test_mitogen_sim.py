@@ -88,8 +88,8 @@ def changed(stdout):
     return total
 
 
-def cards(inventory):
-    return {host: twin_state(inventory.parent / "state" / host)["cards"][0] for host in DPUS}
+def cards(inventory, dpus=tuple(DPUS)):
+    return {host: twin_state(inventory.parent / "state" / host)["cards"][0] for host in dpus}
 
 
 def test_firmware_stage_under_mitogen(tmp_path, mitogen_env, collection_link):
@@ -112,17 +112,20 @@ def test_firmware_stage_under_mitogen(tmp_path, mitogen_env, collection_link):
 
 
 def test_upgrade_playbook_under_mitogen(tmp_path, mitogen_env, collection_link):
-    inventory = make_sim_inventory(tmp_path / "inventory", nodes=2)
+    """Canary, then two DPUs in one batch: each one's mlxfwreset ends its session (the Arm restarts), and the reset's
+    wait for the node must not cut the other's task (Mitogen serves every local host from one context)."""
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=3)
     image = tmp_path / "fw.bin"
     subprocess.run([str(BIN / "dpusim"), "make-image", "--kind", "nic-fw", "--profile", "bluefield3", "--version",
                     NEW_FW, "-o", str(image)], check=True, capture_output=True, timeout=60)
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps({"firmware_nic_image": str(image), "firmware_nic_version": NEW_FW,
-                                 "upgrade_serial": ["1", "1"], "bluefleet_state_dir": str(tmp_path / "records")}))
+                                 "upgrade_serial": ["1", "2"], "bluefleet_state_dir": str(tmp_path / "records")}))
     first = play(mitogen_env, inventory, "playbooks/upgrade.yml", "-e", "@%s" % extra)
     assert changed(first) > 0
-    assert {host: card["firmware"]["running"]["version"] for host, card in cards(inventory).items()} == \
-        dict.fromkeys(DPUS, NEW_FW)
+    dpus = DPUS + ["sim03-dpu"]
+    assert {host: card["firmware"]["running"]["version"] for host, card in cards(inventory, dpus).items()} == \
+        dict.fromkeys(dpus, NEW_FW)
     second = play(mitogen_env, inventory, "playbooks/upgrade.yml", "-e", "@%s" % extra)
     assert changed(second) == 0, second[-4000:]
 
