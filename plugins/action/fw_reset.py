@@ -13,8 +13,10 @@ then every ``reconnect_sleep`` s (the connection reset before a try where it was
 fails unless nothing is pending. A run that ends otherwise (the reset refused, nothing to reset, check mode) is the
 module's result as it is.
 
-The three ``reconnect_*`` options are this plugin's (the role passes firmware_reconnect_delay and
-firmware_reconnect_timeout); the module never sees them. Documentation: plugins/modules/fw_reset.py.
+The three ``reconnect_*`` options are this plugin's (the firmware role passes firmware_reconnect_delay,
+firmware_reconnect_timeout and firmware_reconnect_sleep); they are taken off before the module runs. The read after
+the restart is made whatever ``verify`` says: it is how the plugin knows the node is back. Documentation:
+plugins/modules/fw_reset.py.
 """
 
 from __future__ import annotations
