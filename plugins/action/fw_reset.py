@@ -3,11 +3,12 @@
 """bluefleet.dpu.fw_reset: run the module; where the reset restarts the node the module runs on, reconnect and read.
 
 A level-3 ``mlxfwreset`` run in a BlueField's own Arm OS restarts that OS ("BlueField system reboot", NVIDIA DOCA
-"BlueField Reset and Reboot Procedures"), and a warm reboot by ``reboot_command`` restarts the node itself: the
-session that runs the module ends under it, before the module can read the card again and answer. Ansible then
-reports the task unreachable (the connection raises), or failed with ssh's exit status 255 and its "closed by remote
-host" line (the twin's model of it, ``dpusim.tools.mlxfwreset``). Here, as ``ansible.builtin.reboot`` does around its
-reboot command: the session's end is taken as the restart, the node is tried again after ``reconnect_delay`` s and
+"BlueField Reset and Reboot Procedures"): the session that runs the module ends under it, before the module can read
+the card again and answer. Ansible then reports the task unreachable (the connection raises), or failed with ssh's
+exit status 255 and its "closed by remote host" line (the twin's model of it, ``dpusim.tools.mlxfwreset``). A reboot
+or power cycle by the node's own command (``reboot_command``, ``power_cycle_command``) returns before the node goes
+down: the module answers ``restarting`` without reading the card (it would find it as before). In both cases, as
+``ansible.builtin.reboot`` does around its reboot command, the node is tried again after ``reconnect_delay`` s and
 then every ``reconnect_sleep`` s (the connection reset before a try where it was lost) until it answers or
 ``reconnect_timeout`` s have passed, and the module then reads the card in check mode (nothing is written): the task
 fails unless nothing is pending. A run that ends otherwise (the reset refused, nothing to reset, check mode) is the
@@ -81,12 +82,16 @@ class ActionModule(ActionBase):
             first = self._execute_module("bluefleet.dpu.fw_reset", module_args=module_args, task_vars=task_vars)
         except AnsibleConnectionFailure as exc:
             first = {"unreachable": True, "msg": str(exc)}
-        if self._task.check_mode or not session_dropped(first):
+        restarts = not first.get("failed") and first.get("restarting")  # its own reboot or power cycle, by command
+        if self._task.check_mode or not (restarts or session_dropped(first)):
             return dict(result, **first)
-        return dict(result, **self.read_after_restart(module_args, task_vars, first, delay, timeout, sleep))
+        return dict(result, **self.read_after_restart(module_args, task_vars, first, (delay, timeout, sleep),
+                                                      dropped=not restarts))
 
-    def read_after_restart(self, module_args, task_vars, first, delay, timeout, sleep):
-        """Wait for the node, then read the card in check mode; the task's result."""
+    def read_after_restart(self, module_args, task_vars, first, waits, dropped):
+        """Wait for the node, then read the card in check mode; the task's result. ``dropped``: the session ended
+        under the reset (else the module said the node restarts after its command)."""
+        delay, timeout, sleep = waits
         host = task_vars.get("inventory_hostname", "the node")
         started = time.monotonic()
         time.sleep(delay)
@@ -105,15 +110,17 @@ class ActionModule(ActionBase):
             lost = connection_lost(read)
             if time.monotonic() - started + sleep > delay + timeout:
                 return {"failed": True, "unreachable": False, "changed": True, "restarted": True,
-                        "msg": "%s did not answer within reconnect_timeout=%d s after its session ended under the "
-                               "reset (the node restarts: a BlueField's Arm OS after mlxfwreset -l 3 from its Arm "
-                               "side, or the node's own reboot): %s. Check the node's console (its BMC, or rshim's "
-                               "from its GPU host) and run again once it answers; a longer wait: "
-                               "firmware_reconnect_timeout." % (host, timeout, (last or first).get("msg", "")),
+                        "msg": "%s did not answer within reconnect_timeout=%d s after %s (the node restarts: a "
+                               "BlueField's Arm OS after mlxfwreset -l 3 from its Arm side, or the node's own reboot "
+                               "or power cycle): %s. Check the node's console (its BMC, or rshim's from its GPU host) "
+                               "and run again once it answers; a longer wait: firmware_reconnect_timeout."
+                               % (host, timeout, "its session ended under the reset" if dropped else
+                                  "its %s by command" % first.get("reset", "reset").replace("_", " "),
+                                  (last or first).get("msg", "")),
                         "cmd": first.get("cmd", [])}
             time.sleep(sleep)
         waited = int(time.monotonic() - started)
-        out = dict(read, changed=True, restarted=True, reconnected_after=waited,
+        out = dict(read, changed=True, restarted=True, restarting=False, reconnected_after=waited,
                    cmd=list(first.get("cmd", [])) + list(read.get("cmd", [])))
         out.pop("check_mode_prediction", None)
         if read.get("failed"):
@@ -121,6 +128,12 @@ class ActionModule(ActionBase):
                 host, waited, read.get("msg", ""))
             return out
         pending = read.get("pending") or {}
+        if (pending.get("nvconfig") or pending.get("firmware")) and not dropped:
+            out.update(failed=True, verified=False,
+                       msg="verify the %s of %s failed: still pending after the node came back (%d s): %s; the card "
+                           "may need a bigger reset (a power cycle)" % (first.get("reset", "reset").replace("_", " "),
+                                                                         host, waited, pending))
+            return out
         if pending.get("nvconfig") or pending.get("firmware"):
             # The session's end does not tell whether the reset ran before it (a connection that dropped first looks
             # the same): no verdict on the reset here, and the exit status is the session's (ssh's 255).
@@ -130,8 +143,10 @@ class ActionModule(ActionBase):
                            "again (%d s) still has pending: %s. Run again: the reset is planned again from what the "
                            "card says then." % (host, waited, pending))
             return out
-        out.update(verified=True, msg="%s restarted under the reset and answered again after %d s: nothing is "
-                                      "pending" % (host, waited))
+        out.update(verified=True, reset=first.get("reset", read.get("reset")),
+                   method=first.get("method", read.get("method")),
+                   msg="%s restarted under the reset and answered again after %d s: nothing is pending"
+                       % (host, waited))
         return out
 
     def read_in_check_mode(self, module_args, task_vars):

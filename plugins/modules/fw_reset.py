@@ -17,9 +17,12 @@ description:
     O(power_cycle_method). A BlueField in DPU mode is not reloaded by a reboot of either side; a
     BlueField in NIC mode is rebooted instead of firmware-reset (it would fall back to DPU mode).
   - Applies the reset once, then reads the card again and fails unless Current equals Next Boot and the
-    running firmware is the flashed one. With a baseboard management controller (O(power_cycle_method)
-    C(ipmitool) or C(redfish)) the power cycle happens after the call returns, so the module cannot see it;
-    run the module again once the node is back (the C(bluefleet.dpu.firmware) role does).
+    running firmware is the flashed one. A reboot or power cycle by the node's own command (O(reboot_command),
+    O(power_cycle_command)) and a level-3 reset run in a BlueField's Arm OS restart the node that runs the module; the
+    action plugin then waits for the node (O(reconnect_delay)) and reads the card again in check mode. With a
+    baseboard management controller (O(power_cycle_method) C(ipmitool) or C(redfish)) the power cycle happens
+    after the call returns, so the module cannot see it; run the module again once the node is back (the
+    C(bluefleet.dpu.firmware) role does).
   - Nothing pending, no change. In check mode it reports the reset it would apply and the plan.
 author:
   - bluefleet developers (!UNKNOWN)
@@ -259,6 +262,13 @@ verified:
   description: The card was read again after the reset and nothing is pending.
   returned: always
   type: bool
+restarting:
+  description:
+    - The reset was the node's own reboot or power cycle by command. The node goes down after the command returns,
+      so the module did not read the card again (the action plugin does, once the node answers, and returns
+      RV(restarted)).
+  returned: when a reset ran
+  type: bool
 restarted:
   description:
     - The session ended under the reset (the node restarted) and the card was read again once the node answered
@@ -337,6 +347,11 @@ def redfish_request(redfish):
     return url, json.dumps({"ResetType": redfish["reset_type"]}, sort_keys=True)
 
 
+# What apply() returns: the module reads the card again itself (mlxfwreset), the node restarts after the command
+# returns (its own reboot or power cycle: a read now would find the card as before), or a BMC acts after the call.
+READ_HERE, RESTARTS, AFTER_THE_CALL = "read_here", "restarts", "after_the_call"
+
+
 class Resetter:
     """Applies one reset; every way of doing it is here, in one place."""
 
@@ -354,16 +369,16 @@ class Resetter:
             if not out["ok"]:
                 raise ToolError("reset the firmware of %s failed: mlxfwreset did not say the firmware was loaded (%s)"
                                 % (device, "; ".join(out["errors"] + out["messages"]) or "no result line"), result)
-            return True
+            return READ_HERE
         if reset == "warm_reboot":
             argv = list(self.p["reboot_command"])
             run_tool(self.runner, argv, "reboot the node with %s" % " ".join(argv))
-            return True
+            return RESTARTS
         method = self.p["power_cycle_method"]
         if method == "command":
             run_tool(self.runner, self.p["power_cycle_command"],
                      "power-cycle the server with %s" % " ".join(self.p["power_cycle_command"]))
-            return True
+            return RESTARTS
         if method == "ipmitool":
             environ = dict(self.runner.environ)
             environ["IPMI_PASSWORD"] = self.p["ipmi"]["password"]
@@ -373,7 +388,7 @@ class Resetter:
             reason = error_reason(result)
             if reason:
                 raise ToolError("power-cycle the server through ipmitool failed: %s" % reason, result)
-            return False
+            return AFTER_THE_CALL
         url, body = redfish_request(self.p["redfish"])
         self.runner.cmd.append(["redfish", "POST", url, body])
         try:
@@ -386,7 +401,7 @@ class Resetter:
             raise ToolError("power-cycle the server through Redfish failed: POST %s: %s" % (url, exc)) from exc
         if status not in (200, 202, 204):
             raise ToolError("power-cycle the server through Redfish failed: POST %s answered HTTP %s" % (url, status))
-        return False
+        return AFTER_THE_CALL
 
 
 def run_reset(runner, params, check_mode):
@@ -404,8 +419,11 @@ def run_reset(runner, params, check_mode):
     if reset != "none" and check_mode:
         predicted = {"nvconfig": [], "firmware": False}
     if reset != "none" and not check_mode:
-        ran_here = Resetter(runner, params, card).apply(reset, device, sync1)
-        if ran_here and params["verify"]:
+        applied = Resetter(runner, params, card).apply(reset, device, sync1)
+        # A reboot or power cycle of this node by its own command: `systemctl reboot` returns before the node goes
+        # down, so a read now finds the card as before. The action plugin waits for the node and reads it then.
+        out["restarting"] = applied == RESTARTS
+        if applied == READ_HERE and params["verify"]:
             after = card.pending(device)
             if pending_summary(after)["nvconfig"] or pending_summary(after)["firmware"]:
                 raise ToolError("verify the %s of %s failed: still pending after it: %s; the card may need a bigger "

@@ -136,7 +136,12 @@ def test_mode_change_needs_power_cycle_and_fails_cleanly_without_one(tmp_path, c
 
     cycle = tmp_path / "cycle.yml"
     cycle.write_text("firmware_mode: nic\nfirmware_nvconfig: {NUM_OF_VFS: 8}\n" + SIM_POWER_CYCLE)
-    run_playbook(PLAYBOOK, inventory, "-e @%s" % cycle)
+    run = run_playbook(PLAYBOOK, inventory, "-e @%s" % cycle)
+    # the node's own power cycle by command returns before the node goes down: the card is read once it is back
+    resets = [e["event_data"]["res"] for e in run["events"] if e.get("event") == "runner_on_ok"
+              and e["event_data"].get("task") == "Reset NIC firmware"]
+    assert [(r["reset"], r["method"], r["restarted"], r["verified"]) for r in resets] == [
+        ("power_cycle", "command", True, True)], resets
     cfg = card(inventory, "sim01-dpu")
     assert cfg["mlxconfig"]["current"]["INTERNAL_CPU_OFFLOAD_ENGINE"] == 1, "NIC mode after the power cycle"
     assert cfg["mlxconfig"]["current"]["NUM_OF_VFS"] == 8

@@ -140,3 +140,25 @@ def test_check_mode_reads_once_whatever_it_answers():
 def test_a_bad_wait_is_refused_before_the_module_runs(name, value):
     result, calls, _, _ = run([], args=dict(ARGS, **{name: value}))
     assert result["failed"] and result["msg"].startswith("bluefleet.dpu.fw_reset: %s=" % name) and calls == []
+
+
+def test_the_nodes_own_reboot_is_read_once_it_is_back():
+    """`systemctl reboot` returns before the node goes down: the module says so (restarting) and the card is read
+    after the wait; the first try meets the old session, dead by then, and the connection is reset for the next."""
+    rebooted = {"changed": True, "reset": "warm_reboot", "method": "reboot_command", "restarting": True,
+                "verified": False, "pending": {"nvconfig": ["NUM_OF_VFS"], "firmware": False},
+                "cmd": [["systemctl", "reboot"]]}
+    result, calls, clock, connection = run([rebooted, AnsibleConnectionFailure("Broken pipe"), NOTHING_PENDING])
+    assert result["restarted"] and result["verified"] and not result["restarting"] and not result.get("failed")
+    assert result["reset"] == "warm_reboot" and result["method"] == "reboot_command"
+    assert clock.slept == [7, 2] and connection.reset.call_count == 1
+    assert [check for _, check in calls] == [False, True, True]
+
+
+def test_a_reboot_that_did_not_activate_names_a_bigger_reset():
+    rebooted = {"changed": True, "reset": "warm_reboot", "method": "reboot_command", "restarting": True,
+                "verified": False, "cmd": [["systemctl", "reboot"]]}
+    result, _, _, _ = run([rebooted, STILL_PENDING])
+    assert result["failed"] and not result["verified"]
+    assert result["msg"].startswith("verify the warm reboot of sim01-dpu failed: still pending after the node came "
+                                    "back") and "a power cycle" in result["msg"]
