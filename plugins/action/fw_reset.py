@@ -61,8 +61,8 @@ def seconds(args, name):
     except ValueError:
         number = -1
     if number < least:
-        raise ValueError("%s=%r: give a whole number of seconds (%s)" % (name, value, "above 0" if least else
-                                                                          "0 or more"))
+        wanted = "above 0" if least else "0 or more"
+        raise ValueError("%s=%r: give a whole number of seconds (%s)" % (name, value, wanted))
     return number
 
 
@@ -129,10 +129,10 @@ class ActionModule(ActionBase):
             return out
         pending = read.get("pending") or {}
         if (pending.get("nvconfig") or pending.get("firmware")) and not dropped:
+            what = first.get("reset", "reset").replace("_", " ")
             out.update(failed=True, verified=False,
                        msg="verify the %s of %s failed: still pending after the node came back (%d s): %s; the card "
-                           "may need a bigger reset (a power cycle)" % (first.get("reset", "reset").replace("_", " "),
-                                                                         host, waited, pending))
+                           "may need a bigger reset (a power cycle)" % (what, host, waited, pending))
             return out
         if pending.get("nvconfig") or pending.get("firmware"):
             # The session's end does not tell whether the reset ran before it (a connection that dropped first looks

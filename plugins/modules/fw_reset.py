@@ -349,7 +349,9 @@ def redfish_request(redfish):
 
 # What apply() returns: the module reads the card again itself (mlxfwreset), the node restarts after the command
 # returns (its own reboot or power cycle: a read now would find the card as before), or a BMC acts after the call.
-READ_HERE, RESTARTS, AFTER_THE_CALL = "read_here", "restarts", "after_the_call"
+READ_HERE = "read_here"
+RESTARTS = "restarts"
+AFTER_THE_CALL = "after_the_call"
 
 
 class Resetter:

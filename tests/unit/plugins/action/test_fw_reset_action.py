@@ -80,7 +80,7 @@ def test_a_reset_the_module_saw_through_is_its_own_result():
 def test_a_refusal_is_not_a_restart():
     refused = {"failed": True, "rc": 1, "msg": "reset the firmware of 03:00.0 failed: -E- Reset-level '3' is not "
                                                "supported for device, 03:00.0.", "stderr": ""}
-    result, calls, clock, _ = run([refused])
+    result, calls, clock = run([refused])[:3]
     assert result["failed"] and "not supported" in result["msg"] and len(calls) == 1 and clock.slept == []
 
 
@@ -99,23 +99,24 @@ def test_the_twin_ends_the_session_then_the_card_is_read_in_check_mode():
 
 def test_a_real_session_end_raises_and_the_node_is_tried_until_it_answers():
     down = AnsibleConnectionFailure("Failed to connect to the host via ssh: Connection refused")
-    result, calls, clock, connection = run([AnsibleConnectionFailure("Shared connection to dpu closed."), down, down,
-                                   {"unreachable": True, "msg": "timed out"}, NOTHING_PENDING])
+    answers = [AnsibleConnectionFailure("Shared connection to dpu closed."), down, down,
+               {"unreachable": True, "msg": "timed out"}, NOTHING_PENDING]
+    result, calls, clock, connection = run(answers)
     assert result["restarted"] and result["verified"] and not result.get("failed")
     assert clock.slept == [7, 2, 2, 2] and result["reconnected_after"] == 13
-    assert [check for _, check in calls] == [False, True, True, True, True]
+    assert [call[1] for call in calls] == [False, True, True, True, True]
     assert connection.reset.call_count == 4, "the connection is reset before each try after it was lost"
 
 
 def test_an_ssh_module_failure_with_the_output_lost_resets_the_connection():
     lost = {"failed": True, "rc": 255, "msg": "MODULE FAILURE", "module_stdout": "",
             "module_stderr": "Shared connection to dpu closed.\r\n"}
-    result, _, _, connection = run([lost, NOTHING_PENDING])
+    result, connection = run([lost, NOTHING_PENDING])[::3]
     assert result["restarted"] and result["verified"] and connection.reset.call_count == 1
 
 
 def test_still_pending_after_the_restart_fails_naming_it():
-    result, _, _, _ = run([TWIN_DROP, STILL_PENDING])
+    result = run([TWIN_DROP, STILL_PENDING])[0]
     assert result["failed"] and not result["verified"] and result["restarted"]
     assert "still has pending" in result["msg"] and "NUM_OF_VFS" in result["msg"] and result["rc"] == 255
     # no verdict that a power cycle is needed (the upgrade would record a blocker): the reset may not have run
@@ -124,21 +125,21 @@ def test_still_pending_after_the_restart_fails_naming_it():
 
 def test_a_node_that_never_answers_fails_after_the_timeout():
     down = AnsibleConnectionFailure("Failed to connect to the host via ssh: No route to host")
-    result, calls, clock, _ = run([TWIN_DROP] + [down] * 16)
+    result, calls, clock = run([TWIN_DROP] + [down] * 16)[:3]
     assert result["failed"] and "did not answer within reconnect_timeout=30 s" in result["msg"]
     assert "No route to host" in result["msg"] and "firmware_reconnect_timeout" in result["msg"]
     assert clock.now - 1000.0 <= 7 + 30 and len(calls) == 17
 
 
 def test_check_mode_reads_once_whatever_it_answers():
-    result, calls, _, _ = run([dict(NOTHING_PENDING, reset="firmware_reset")], check_mode=True)
+    result, calls = run([dict(NOTHING_PENDING, reset="firmware_reset")], check_mode=True)[:2]
     assert result["reset"] == "firmware_reset" and len(calls) == 1 and calls[0][1] is True
 
 
 @pytest.mark.parametrize("name,value", [("reconnect_delay", -1), ("reconnect_timeout", "soon"),
                                         ("reconnect_sleep", 0)])
 def test_a_bad_wait_is_refused_before_the_module_runs(name, value):
-    result, calls, _, _ = run([], args=dict(ARGS, **{name: value}))
+    result, calls = run([], args=dict(ARGS, **{name: value}))[:2]
     assert result["failed"] and result["msg"].startswith("bluefleet.dpu.fw_reset: %s=" % name) and calls == []
 
 
@@ -152,13 +153,13 @@ def test_the_nodes_own_reboot_is_read_once_it_is_back():
     assert result["restarted"] and result["verified"] and not result["restarting"] and not result.get("failed")
     assert result["reset"] == "warm_reboot" and result["method"] == "reboot_command"
     assert clock.slept == [7, 2] and connection.reset.call_count == 1
-    assert [check for _, check in calls] == [False, True, True]
+    assert [call[1] for call in calls] == [False, True, True]
 
 
 def test_a_reboot_that_did_not_activate_names_a_bigger_reset():
     rebooted = {"changed": True, "reset": "warm_reboot", "method": "reboot_command", "restarting": True,
                 "verified": False, "cmd": [["systemctl", "reboot"]]}
-    result, _, _, _ = run([rebooted, STILL_PENDING])
+    result = run([rebooted, STILL_PENDING])[0]
     assert result["failed"] and not result["verified"]
     assert result["msg"].startswith("verify the warm reboot of sim01-dpu failed: still pending after the node came "
                                     "back") and "a power cycle" in result["msg"]
