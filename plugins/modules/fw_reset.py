@@ -133,9 +133,10 @@ options:
     default: 600
   reconnect_delay:
     description:
-      - Where the session that runs the module ends under the reset (the node restarts - a BlueField's Arm OS under
-        C(mlxfwreset -l 3) run on its Arm side, a BlueField system reboot; or the node's own O(reboot_command)), the
-        seconds before the first try to reach the node again. Then the card is read in check mode and the task
+      - Where the reset restarts the node that runs the module (the session ends under a level-3 C(mlxfwreset) run
+        in a BlueField's Arm OS, a BlueField system reboot; the node's own O(reboot_command) or
+        O(power_cycle_command) returns before it goes down), the seconds before the first try to reach the node
+        again. Then the card is read in check mode and the task
         fails unless nothing is pending (RV(restarted)).
       - Used by the action plugin on the controller; the module on the node ignores it.
     type: int
@@ -271,12 +272,12 @@ restarting:
   type: bool
 restarted:
   description:
-    - The session ended under the reset (the node restarted) and the card was read again once the node answered
-      (in check mode, by the same module); the other keys are that read's.
+    - The node restarted under the reset (its session ended, or its own command restarted it) and the card was
+      read again once the node answered (in check mode, by the same module); the other keys are that read's.
   returned: when the node restarted under the reset
   type: bool
 reconnected_after:
-  description: Seconds from the end of the session to the node's answer, O(reconnect_delay) included.
+  description: Seconds from the restart to the node's answer, O(reconnect_delay) included.
   returned: when the node restarted under the reset
   type: int
 diff:
