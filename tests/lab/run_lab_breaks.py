@@ -121,7 +121,10 @@ def prove(check: str, row: dict, pair: dict, inventory: str, workdir: Path) -> l
     records = _suite(inventory, checks, workdir)
     bad = {k: r["outcome"] for k, r in records.items() if r["outcome"] not in ("passed", "not_applicable")}
     if bad or not records:
-        problems.append(f"{check}: after the undo the checks do not pass again: {bad or 'nothing ran'}")
+        # with each check's own message: what the re-check found is what tells a flaky lab from a broken undo
+        why = "; ".join(f"{k}: {records[k].get('message', '')[-600:]}" for k in bad)
+        problems.append(f"{check}: after the undo the checks do not pass again: {bad or 'nothing ran'}"
+                        + (f" ({why})" if why else ""))
     return problems
 
 
