@@ -61,6 +61,7 @@ def drop_session(rdir, fault: str) -> int:
     drops or the node reboots under it (ssh's message on stderr, exit status 255). ``host_reboot`` also reboots
     the node as ``dpusim reboot`` does: runtime settings go, the installed boot units run."""
     from dpusim import boot, device  # only on this path: most tool calls never need them
+    from dpusim.tools._common import session_closed
 
     with state.open_node(rdir) as node:
         faults.clear_fault(node, fault)
@@ -69,8 +70,7 @@ def drop_session(rdir, fault: str) -> int:
             device.node_reboot(node)
     if fault == "host_reboot":
         boot.run_boot_units(rdir)
-    print("Connection to %s closed by remote host." % name, file=sys.stderr)
-    return 255
+    return session_closed(name)
 
 
 def run(name: str, argv: list[str]) -> int:

@@ -31,6 +31,13 @@ def emit(text: str, stream: str = "stdout") -> None:
     out.flush()
 
 
+def session_closed(name: str) -> int:
+    """The caller's SSH session ends (the node went away under it): OpenSSH's line on stderr (clientloop.c, "Connection
+    to %.64s closed by remote host."), and ssh's exit status 255, returned."""
+    emit("Connection to %s closed by remote host.\n" % name, "stderr")
+    return 255
+
+
 # mstflint's names of the tools open devices through mtcr_ul (mtcr_ul/mtcr_ul_com.c): a PCI address
 # (``bb:dd.f`` / ``dddd:bb:dd.f``), ``pciconf-...``, a sysfs ``config`` / ``resource0`` path or an ib device
 # (``mlx5_N``). An MST device file (``/dev/mst/mt4129_pciconf0``, MFT's ``mst start``) is refused. The texts,

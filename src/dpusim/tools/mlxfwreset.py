@@ -34,6 +34,7 @@ from dpusim.tools._common import (
     pop_value,
     privileged_for_write,
     run_tool,
+    session_closed,
 )
 
 NAMES = ("mlxfwreset", "mstfwreset")
@@ -180,8 +181,7 @@ def do_reset(node: state.Node, card: state.Card, dev: str, level: int | None, rt
         arm_restarted = level == 3 and wnode.role == "dpu" and wcard.data.get("arm_boot_id", 0) != boot_before
         hostname = str(wnode.data.get("hostname") or state.root_dir().name)
     if arm_restarted:
-        emit("Connection to %s closed by remote host.\n" % hostname, "stderr")
-        return 255
+        return session_closed(hostname)
     if level in (0, 3):
         emit("-I- FW was loaded successfully.\n")
     emit("\n")

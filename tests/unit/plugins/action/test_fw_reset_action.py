@@ -10,6 +10,7 @@ from __future__ import annotations
 from unittest import mock
 
 import pytest
+from _action import make_action
 from ansible.errors import AnsibleConnectionFailure
 from ansible_collections.bluefleet.dpu.plugins.action import fw_reset
 
@@ -39,16 +40,8 @@ class Clock:
 def run(answers, args=None, check_mode=False):
     """Run the action with the module answering ``answers`` in turn (an exception is raised); returns (result,
     the calls the module got as (module args, check mode), the clock, the connection)."""
-    task = mock.MagicMock()
-    task.args = dict(ARGS if args is None else args)
-    task.async_val = 0
-    task.check_mode = check_mode
-    task.diff = False
-    task.action = "bluefleet.dpu.fw_reset"
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    action = fw_reset.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
-                                   shared_loader_obj=None)
+    action, task, connection = make_action(fw_reset, "bluefleet.dpu.fw_reset", dict(ARGS if args is None else args),
+                                           check_mode=check_mode)
     calls = []
     script = list(answers)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import stat
-from unittest import mock
 
 import pytest
 import yaml
+from _action import make_action
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.filter.core import to_nice_json
 from ansible_collections.bluefleet.dpu.plugins.action import upgrade_record
@@ -25,16 +25,7 @@ RECORD = {"host": "sim01-dpu", "fleet": "3f2c1a9e0b7d",
 
 
 def run(args, check_mode=False, diff=False):
-    task = mock.MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = check_mode
-    task.diff = diff
-    task.action = "bluefleet.dpu.upgrade_record"
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    action = upgrade_record.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
-                                         shared_loader_obj=None)
+    action = make_action(upgrade_record, "bluefleet.dpu.upgrade_record", args, check_mode=check_mode, diff=diff)[0]
     return action.run(task_vars={})
 
 
