@@ -22,8 +22,8 @@ FIRMWARE_AFTER_THE_PLANS = ("Install the BFB from the host over rshim (the DPU r
                             "Burn the NIC firmware (it runs after the reset below)",
                             "Write the NV configuration (Next Boot)",
                             "Show the reset plan and request the reset that activates what is pending",
-                            "Did this run write to the card or reset it",
-                            "Read the card again where this run wrote to it or reset it (reads only)",
+                            "Check that nothing is pending, reading the card again where this run wrote to it or "
+                            "reset it (reads only)",
                             "Read what is still pending (reads only)",
                             "Read the NV configuration again (reads only)",
                             "Nothing is pending and Next Boot holds what was asked")

@@ -75,7 +75,8 @@ def ran(run, task):
 # touched the card before the health gate (a stage run alone reads for itself, and the gate reads again where something
 # touched the card: test_zero_trust_sim, test_gpudirect_sim, test_upgrade_sim, test_upgrade_failsafe_sim,
 # test_fault_matrix_sim).
-KNOWN_READS = {"Read what the node runs (step 'read versions')": "The node has a card (step 'read versions')",
+KNOWN_READS = {"Read what the node runs (step 'read versions')":
+               "Sum up the node before the upgrade, and whether it differs from the target",
                "Read the secure-boot lifecycle (mlxbf-bootctl)": "Report the secure-boot lifecycle",
                "Read the GPU-NIC topology": "Set the closest NIC of each GPU",
                # preflight's read of the cards ran nft --version (section tools)

@@ -74,7 +74,7 @@ def fault(*argv):
 # step -> (how to break it, how to clear it, words the failure message must carry)
 CASES = {
     "read versions": (fault("set", "device_missing"), fault("clear"),
-                      ["upgrade failed at 'The node has a card", "no BlueField or ConnectX card found",
+                      ["upgrade failed at 'Read what the node runs", "no BlueField or ConnectX card found",
                        "host restriction unchanged"]),
     "record versions": (_state_dir_is_a_file, None, ["upgrade failed at 'Write the record'", "not-a-dir",
                                                      "host restriction restored as before"]),

@@ -45,5 +45,5 @@ def test_each_reset_fact_is_set_where_the_reset_happens():
                             if re.search(r"^\s+%s:" % fact, text, re.M))
                for fact in ("bluefleet_card_reset", "firmware_card_reset", "switchdev_card_reset")}
     assert setters == {"bluefleet_card_reset": ["playbooks/bmc_upgrade.yml"],
-                       "firmware_card_reset": ["roles/firmware/tasks/verify.yml"],
+                       "firmware_card_reset": ["roles/firmware/tasks/configure.yml"],
                        "switchdev_card_reset": ["roles/switchdev/tasks/driver_restart.yml"]}
