@@ -14,9 +14,15 @@ then every ``reconnect_sleep`` s (the connection reset before a try where it was
 fails unless nothing is pending. A run that ends otherwise (the reset refused, nothing to reset, check mode) is the
 module's result as it is.
 
-The three ``reconnect_*`` options are this plugin's (the firmware role passes firmware_reconnect_delay,
-firmware_reconnect_timeout and firmware_reconnect_sleep); they are taken off before the module runs. The read after
-the restart is made whatever ``verify`` says: it is how the plugin knows the node is back. Documentation:
+The ``reconnect_*`` options are this plugin's (the firmware role passes firmware_reconnect_delay,
+firmware_reconnect_timeout, firmware_reconnect_sleep and firmware_reconnect_read); they are taken off before the
+module runs. The read after the restart is made whatever ``verify`` says: it is how the plugin knows the node is back.
+With ``reconnect_read`` (sections of ``bluefleet.dpu.dpu_info``: ``dpu_os``, ``rdma_links``) that read is
+``dpu_info``'s instead, with the card's firmware and NV configuration and those sections, in the one module run: what
+is pending is the card's ``pending_reset`` as dpu_info reads it (Next Boot against Current, the flashed firmware
+against the running one), the same questions the module's own read asks, and a check after the reset (the upgrade's
+health gate) can take the sections from it instead of reading the node again (a dpu_info read that fails with the
+node up is followed by the module's own read: the check then reads for itself and names the failure). Documentation:
 plugins/modules/fw_reset.py.
 """
 
@@ -27,7 +33,10 @@ import time
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
-CONTROLLER_OPTIONS = {"reconnect_delay": 60, "reconnect_timeout": 1800, "reconnect_sleep": 5}
+CONTROLLER_OPTIONS = {"reconnect_delay": 60, "reconnect_timeout": 1800, "reconnect_sleep": 5, "reconnect_read": []}
+WAITS = ("reconnect_delay", "reconnect_timeout", "reconnect_sleep")
+# dpu_info's sections a read after the restart can add (those a check after a reset asks for)
+READ_SECTIONS = ("dpu_os", "rdma_links")
 # ssh's own words when the remote end goes away under a command (OpenSSH clientloop.c, and the ssh connection
 # plugin's "Shared connection to HOST closed." of a multiplexed session)
 DROP_WORDS = ("closed by remote host", "Shared connection to")
@@ -66,16 +75,70 @@ def seconds(args, name):
     return number
 
 
+def sections(args):
+    """The dpu_info sections ``reconnect_read`` asks for (a list, or one name); ValueError names a wrong one."""
+    value = args.pop("reconnect_read", None) or []
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or any(name not in READ_SECTIONS for name in names):
+        raise ValueError("reconnect_read=%r: give a list of %s" % (value, ", ".join(READ_SECTIONS)))
+    return list(dict.fromkeys(names))
+
+
+def _pci(address):
+    address = str(address or "")
+    return address[5:] if address.count(":") == 2 and address.startswith("0000:") else address
+
+
+def card_of(read, device):
+    """The card ``device`` names (its mst device or PCI address, or one of its functions'), or the only card when
+    ``device`` is empty, in a dpu_info read; None where there is not exactly one."""
+    cards = read.get("devices") or []
+    if not device:
+        return cards[0] if len(cards) == 1 else None
+    names = lambda card: {card.get("mst"), _pci(card.get("pci"))} | {  # noqa: E731
+        name for fn in card.get("functions") or [] for name in (fn.get("mst"), _pci(fn.get("pci")))}
+    found = [card for card in cards if device in names(card) or _pci(device) in names(card)]
+    return found[0] if len(found) == 1 else None
+
+
+def as_card_read(read, device, wanted):
+    """A dpu_info read shaped as the module's read of the card (``pending``, ``firmware``, ``device``), with the
+    card under ``devices`` and the sections asked for, as dpu_info returns them."""
+    if read.get("failed") or read.get("unreachable") or session_dropped(read):
+        return read
+    card = card_of(read, device)
+    if card is None:
+        return {"failed": True, "cmd": read.get("cmd", []),
+                "msg": "the read of the card after the restart (dpu_info) found %s, not the card %s: %s"
+                       % ("no card" if not read.get("devices") else "%d cards" % len(read["devices"]),
+                          "named by device=%s" % device if device else "to read (name it with device)",
+                          read.get("msg") or "check that the card is seated and its driver loaded (mst start)")}
+    pending = card.get("pending_reset") or {}
+    firmware = card.get("firmware") or {}
+    out = {"device": card.get("mst") or device, "devices": [card], "cmd": read.get("cmd", []),
+           "firmware": {"running": firmware.get("running"), "flashed": firmware.get("flashed")},
+           "pending": {"nvconfig": list(pending.get("nvconfig") or []), "firmware": bool(pending.get("firmware"))},
+           "read_at": read.get("read_at")}
+    if not firmware.get("available", True) or not (card.get("nvconfig") or {}).get("available", True):
+        out.update(failed=True, msg="the read of the card after the restart could not read its %s: %s" % (
+            "firmware (flint)" if not firmware.get("available", True) else "NV configuration (mlxconfig)",
+            firmware.get("reason") or (card.get("nvconfig") or {}).get("reason") or "unavailable"))
+    out.update({name: read[name] for name in wanted if name in read})
+    return out
+
+
 class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
+    _read_sections = ()  # reconnect_read, set by run()
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         module_args = dict(self._task.args)
         try:
-            delay, timeout, sleep = (seconds(module_args, name) for name in CONTROLLER_OPTIONS)
+            delay, timeout, sleep = (seconds(module_args, name) for name in WAITS)
+            self._read_sections = sections(module_args)
         except ValueError as exc:
             return dict(result, failed=True, msg="bluefleet.dpu.fw_reset: %s" % exc)
         try:
@@ -150,10 +213,20 @@ class ActionModule(ActionBase):
         return out
 
     def read_in_check_mode(self, module_args, task_vars):
-        """The module's read of the card, nothing written (check mode); a connection that fails is unreachable."""
+        """The module's read of the card, nothing written (check mode), or dpu_info's with the sections of
+        ``reconnect_read``; a connection that fails is unreachable."""
         check_mode = self._task.check_mode
         self._task.check_mode = True
+        wanted = list(self._read_sections)
         try:
+            if wanted:
+                read = self._execute_module("bluefleet.dpu.dpu_info", task_vars=task_vars, module_args={
+                    "filter": ["firmware", "nvconfig"] + wanted, "side": module_args.get("side", "auto")})
+                # a read that failed with the node up (a section's tool printed what its parser does not know): the
+                # module's own read of the card decides the reset, and the check after it reads the sections itself
+                # and names that failure as its own
+                if not read.get("failed") or session_dropped(read):
+                    return as_card_read(read, module_args.get("device"), wanted)
             return self._execute_module("bluefleet.dpu.fw_reset", module_args=dict(module_args), task_vars=task_vars)
         except AnsibleConnectionFailure as exc:
             return {"unreachable": True, "msg": str(exc)}

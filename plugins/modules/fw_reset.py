@@ -149,6 +149,18 @@ options:
     description: Seconds between two tries to reach the node after O(reconnect_delay).
     type: int
     default: 5
+  reconnect_read:
+    description:
+      - Where the node restarted under the reset, the read once it answers is C(bluefleet.dpu.dpu_info)'s, with the
+        card's firmware and NV configuration and these sections of it, in one module run; they are returned under
+        their own keys (RV(dpu_os), RV(rdma_links)), so that a check after the reset (the upgrade's health gate) needs
+        no read of its own. What is pending is then the card's C(pending_reset) as C(dpu_info) reads it. Empty, the
+        module itself reads the card in check mode.
+      - Used by the action plugin on the controller; the module on the node ignores it.
+    type: list
+    elements: str
+    choices: [dpu_os, rdma_links]
+    default: []
 extends_documentation_fragment:
   - bluefleet.dpu.options.side
 attributes:
@@ -273,13 +285,28 @@ restarting:
 restarted:
   description:
     - The node restarted under the reset (its session ended, or its own command restarted it) and the card was
-      read again once the node answered (in check mode, by the same module); the other keys are that read's.
+      read again once the node answered (in check mode, by the same module, or by C(bluefleet.dpu.dpu_info) with
+      O(reconnect_read)); the other keys are that read's.
   returned: when the node restarted under the reset
   type: bool
 reconnected_after:
   description: Seconds from the restart to the node's answer, O(reconnect_delay) included.
   returned: when the node restarted under the reset
   type: int
+devices:
+  description: The card as C(bluefleet.dpu.dpu_info) read it after the restart (a list of one), with its firmware and
+    NV configuration.
+  returned: when the node restarted under the reset and O(reconnect_read) names a section
+  type: list
+  elements: dict
+dpu_os:
+  description: C(bluefleet.dpu.dpu_info)'s C(dpu_os) section, read after the restart.
+  returned: when the node restarted under the reset and O(reconnect_read) names it
+  type: dict
+rdma_links:
+  description: C(bluefleet.dpu.dpu_info)'s C(rdma_links) section (every RDMA port's state), read after the restart.
+  returned: when the node restarted under the reset and O(reconnect_read) names it
+  type: dict
 diff:
   description: Pending parameters and firmware before and after.
   returned: always
@@ -470,6 +497,7 @@ def argument_spec():
         "reconnect_delay": {"type": "int", "default": 60},
         "reconnect_timeout": {"type": "int", "default": 1800},
         "reconnect_sleep": {"type": "int", "default": 5},
+        "reconnect_read": {"type": "list", "elements": "str", "choices": ["dpu_os", "rdma_links"], "default": []},
     }
 
 

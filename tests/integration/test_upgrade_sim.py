@@ -168,6 +168,11 @@ def test_rerun_after_the_fault_completes_canary_then_batch(fleet):
     for dpu, res in reset.items():
         assert res["restarted"] and res["verified"] and res["changed"], (dpu, res)
         assert not res["pending"]["nvconfig"] and not res["pending"]["firmware"], (dpu, res)
+        # that read (dpu_info's, firmware_reconnect_read) also read the DPU's release and its ports, all ACTIVE: the
+        # health gate took it instead of reading the node again; the canary, at the target, is read by the gate
+        assert res["dpu_os"]["release"] == NEW_RELEASE and res["rdma_links"]["all_active"], (dpu, res)
+    assert sorted(results(run, GATE_READ)) == ["sim01-dpu"]
+    assert sorted(results(run, GATE)) == DPUS
     # the restricted host was lifted for the upgrade and restricted again
     privhost = card(fleet, "sim03-dpu")["privhost"]
     assert privhost["level"] == "RESTRICTED"

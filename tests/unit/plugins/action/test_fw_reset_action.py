@@ -37,16 +37,19 @@ class Clock:
         self.now += seconds
 
 
-def run(answers, args=None, check_mode=False):
+def run(answers, args=None, check_mode=False, modules=None):
     """Run the action with the module answering ``answers`` in turn (an exception is raised); returns (result,
-    the calls the module got as (module args, check mode), the clock, the connection)."""
+    the calls the module got as (module args, check mode), the clock, the connection). ``modules``: a list that gets
+    the name of the module each call ran."""
     action, task, connection = make_action(fw_reset, "bluefleet.dpu.fw_reset", dict(ARGS if args is None else args),
                                            check_mode=check_mode)
     calls = []
     script = list(answers)
 
     def execute(name, module_args=None, task_vars=None):
-        assert name == "bluefleet.dpu.fw_reset"
+        assert name in ("bluefleet.dpu.fw_reset", "bluefleet.dpu.dpu_info")
+        if modules is not None:
+            modules.append(name)
         calls.append((dict(module_args), task.check_mode))
         answer = script.pop(0)
         if isinstance(answer, Exception):
@@ -156,3 +159,78 @@ def test_a_reboot_that_did_not_activate_names_a_bigger_reset():
     assert result["failed"] and not result["verified"]
     assert result["msg"].startswith("verify the warm reboot of sim01-dpu failed: still pending after the node came "
                                     "back") and "a power cycle" in result["msg"]
+
+
+# dpu_info's read of a DPU after the restart (filter firmware, nvconfig, dpu_os, rdma_links), as the twin answers it
+CARD = {"mst": "/dev/mst/mt41692_pciconf0", "pci": "03:00.0", "device_type": "BlueField3(rev:1)",
+        "functions": [{"mst": "/dev/mst/mt41692_pciconf0", "pci": "03:00.0"},
+                      {"mst": "/dev/mst/mt41692_pciconf0.1", "pci": "03:00.1"}],
+        "firmware": {"available": True, "running": "32.43.1014", "flashed": "32.43.1014", "pending_reset": False},
+        "nvconfig": {"available": True},
+        "pending_reset": {"required": False, "firmware": False, "nvconfig": []}}
+LINKS = {"available": True, "all_active": True, "down": [], "links": [{"link": "mlx5_0/1", "state": "ACTIVE"}]}
+DPU_OS = {"available": True, "release": "bf-bundle-2.9.2-31_25.02_ubuntu-22.04_prod"}
+INFO = {"changed": False, "devices": [CARD], "dpu_os": DPU_OS, "rdma_links": LINKS, "side": "dpu",
+        "filter": ["firmware", "nvconfig", "dpu_os", "rdma_links"], "read_at": 1.5,
+        "cmd": [["mst", "status", "-v"], ["rdma", "link", "show"]]}
+READ_ARGS = dict(ARGS, reconnect_read=["dpu_os", "rdma_links"])
+
+
+def test_reconnect_read_reads_the_card_and_the_sections_with_dpu_info_in_one_run():
+    modules = []
+    result, calls = run([TWIN_DROP, INFO], args=READ_ARGS, modules=modules)[:2]
+    assert modules == ["bluefleet.dpu.fw_reset", "bluefleet.dpu.dpu_info"]
+    assert calls[0][0] == {"device": "03:00.0", "timeout": 600}, "the plugin's options stay on the controller"
+    assert calls[1] == ({"filter": ["firmware", "nvconfig", "dpu_os", "rdma_links"], "side": "auto"}, True)
+    assert result["restarted"] and result["verified"] and not result.get("failed")
+    assert result["pending"] == {"nvconfig": [], "firmware": False}
+    assert result["firmware"] == {"running": "32.43.1014", "flashed": "32.43.1014"}
+    assert result["devices"] == [CARD] and result["dpu_os"] == DPU_OS and result["rdma_links"] == LINKS
+    assert result["device"] == "/dev/mst/mt41692_pciconf0"
+
+
+def test_reconnect_read_finds_what_is_still_pending_on_the_named_card():
+    other = dict(CARD, mst="/dev/mst/mt4129_pciconf0", pci="0000:81:00.0", functions=[])
+    pending = dict(CARD, pending_reset={"required": True, "firmware": True, "nvconfig": ["NUM_OF_VFS"]})
+    result = run([TWIN_DROP, dict(INFO, devices=[other, pending])],
+                 args=dict(READ_ARGS, device="0000:03:00.1"))[0]  # a function's address, with its PCI domain
+    assert result["failed"] and not result["verified"] and result["rc"] == 255
+    assert "NUM_OF_VFS" in result["msg"] and result["devices"] == [pending]
+
+
+def test_reconnect_read_that_finds_no_card_fails_naming_it():
+    result = run([TWIN_DROP, dict(INFO, devices=[], msg="no BlueField or ConnectX device found by mst status -v")],
+                 args=READ_ARGS)[0]
+    assert result["failed"] and "found no card, not the card named by device=03:00.0" in result["msg"]
+    assert "mst status -v" in result["msg"]
+
+
+def test_reconnect_read_keeps_trying_while_the_node_is_down():
+    down = AnsibleConnectionFailure("Failed to connect to the host via ssh: Connection refused")
+    modules = []
+    result, calls, clock = run([TWIN_DROP, down, INFO], args=READ_ARGS, modules=modules)[:3]
+    assert result["verified"] and clock.slept == [7, 2]
+    assert modules == ["bluefleet.dpu.fw_reset", "bluefleet.dpu.dpu_info", "bluefleet.dpu.dpu_info"]
+
+
+def test_reconnect_read_is_not_used_where_the_node_did_not_restart():
+    answer = dict(NOTHING_PENDING, changed=True, reset="firmware_reset", verified=True)
+    modules = []
+    result = run([answer], args=READ_ARGS, modules=modules)[0]
+    assert modules == ["bluefleet.dpu.fw_reset"] and "rdma_links" not in result
+
+
+@pytest.mark.parametrize("value", [["links"], "dpu_os,bfb", 3])
+def test_a_bad_reconnect_read_is_refused_before_the_module_runs(value):
+    result, calls = run([], args=dict(ARGS, reconnect_read=value))[:2]
+    assert result["failed"] and result["msg"].startswith("bluefleet.dpu.fw_reset: reconnect_read=") and calls == []
+
+
+def test_reconnect_read_that_fails_on_a_section_leaves_the_verdict_to_the_modules_own_read():
+    garbage = {"failed": True, "msg": "parse rdma link show output failed: cannot parse rdma-link output at line 1",
+               "cmd": [["rdma", "link", "show"]]}
+    modules = []
+    result, calls = run([TWIN_DROP, garbage, NOTHING_PENDING], args=READ_ARGS, modules=modules)[:2]
+    assert modules == ["bluefleet.dpu.fw_reset", "bluefleet.dpu.dpu_info", "bluefleet.dpu.fw_reset"]
+    assert calls[2] == ({"device": "03:00.0", "timeout": 600}, True)
+    assert result["verified"] and not result.get("failed") and "rdma_links" not in result
