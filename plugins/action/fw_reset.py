@@ -89,15 +89,20 @@ def _pci(address):
     return address[5:] if address.count(":") == 2 and address.startswith("0000:") else address
 
 
+def _names(card):
+    """Every name a dpu_info card answers to: its mst device and PCI address, and its functions'."""
+    functions = card.get("functions") or []
+    return {card.get("mst"), _pci(card.get("pci"))} | {
+        name for fn in functions for name in (fn.get("mst"), _pci(fn.get("pci")))}
+
+
 def card_of(read, device):
     """The card ``device`` names (its mst device or PCI address, or one of its functions'), or the only card when
     ``device`` is empty, in a dpu_info read; None where there is not exactly one."""
     cards = read.get("devices") or []
     if not device:
         return cards[0] if len(cards) == 1 else None
-    names = lambda card: {card.get("mst"), _pci(card.get("pci"))} | {  # noqa: E731
-        name for fn in card.get("functions") or [] for name in (fn.get("mst"), _pci(fn.get("pci")))}
-    found = [card for card in cards if device in names(card) or _pci(device) in names(card)]
+    found = [card for card in cards if device in _names(card) or _pci(device) in _names(card)]
     return found[0] if len(found) == 1 else None
 
 
