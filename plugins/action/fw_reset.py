@@ -22,7 +22,8 @@ With ``reconnect_read`` (sections of ``bluefleet.dpu.dpu_info``: ``dpu_os``, ``r
 is pending is the card's ``pending_reset`` as dpu_info reads it (Next Boot against Current, the flashed firmware
 against the running one), the same questions the module's own read asks, and a check after the reset (the upgrade's
 health gate) can take the sections from it instead of reading the node again (a dpu_info read that fails with the
-node up is followed by the module's own read: the check then reads for itself and names the failure). Documentation:
+node up, or does not read the card whole, is followed by the module's own read: the check then reads for itself and
+names any failure). Documentation:
 plugins/modules/fw_reset.py.
 """
 
@@ -227,11 +228,15 @@ class ActionModule(ActionBase):
             if wanted:
                 read = self._execute_module("bluefleet.dpu.dpu_info", task_vars=task_vars, module_args={
                     "filter": ["firmware", "nvconfig"] + wanted, "side": module_args.get("side", "auto")})
-                # a read that failed with the node up (a section's tool printed what its parser does not know): the
-                # module's own read of the card decides the reset, and the check after it reads the sections itself
-                # and names that failure as its own
-                if not read.get("failed") or session_dropped(read):
-                    return as_card_read(read, module_args.get("device"), wanted)
+                if session_dropped(read):
+                    return read
+                shaped = as_card_read(read, module_args.get("device"), wanted)
+                # A read that failed with the node up (a section's tool printed what its parser does not know), or
+                # did not read the card whole (not found; a node with mstflint only, whose mstconfig dpu_info does not
+                # run): the module's own read of the card decides the reset, and a check after it reads the sections
+                # itself and names any failure as its own.
+                if not shaped.get("failed"):
+                    return shaped
             return self._execute_module("bluefleet.dpu.fw_reset", module_args=dict(module_args), task_vars=task_vars)
         except AnsibleConnectionFailure as exc:
             return {"unreachable": True, "msg": str(exc)}

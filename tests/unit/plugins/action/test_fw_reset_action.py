@@ -198,11 +198,22 @@ def test_reconnect_read_finds_what_is_still_pending_on_the_named_card():
     assert "NUM_OF_VFS" in result["msg"] and result["devices"] == [pending]
 
 
-def test_reconnect_read_that_finds_no_card_fails_naming_it():
-    result = run([TWIN_DROP, dict(INFO, devices=[], msg="no BlueField or ConnectX device found by mst status -v")],
-                 args=READ_ARGS)[0]
-    assert result["failed"] and "found no card, not the card named by device=03:00.0" in result["msg"]
-    assert "mst status -v" in result["msg"]
+def test_reconnect_read_that_finds_no_card_leaves_the_verdict_to_the_modules_own_read():
+    assert "found no card, not the card named by device=03:00.0" in fw_reset.as_card_read(
+        dict(INFO, devices=[]), "03:00.0", ["rdma_links"])["msg"]
+    modules = []
+    result = run([TWIN_DROP, dict(INFO, devices=[], msg="no BlueField or ConnectX device found by mst status -v"),
+                  dict(NOTHING_PENDING, failed=True, msg="mst status -v lists no card")], args=READ_ARGS,
+                 modules=modules)[0]
+    assert modules == ["bluefleet.dpu.fw_reset", "bluefleet.dpu.dpu_info", "bluefleet.dpu.fw_reset"]
+    assert result["failed"] and "lists no card" in result["msg"]
+
+
+def test_reconnect_read_without_the_nv_configuration_leaves_the_verdict_to_the_modules_own_read():
+    """A node with mstflint only: dpu_info runs mlxconfig, which is missing there; fw_reset's read runs mstconfig."""
+    mstflint_only = dict(CARD, nvconfig={"available": False, "reason": "mlxconfig not found on PATH"})
+    result, calls = run([TWIN_DROP, dict(INFO, devices=[mstflint_only]), NOTHING_PENDING], args=READ_ARGS)[:2]
+    assert result["verified"] and not result.get("failed") and calls[2][1] is True and len(calls) == 3
 
 
 def test_reconnect_read_keeps_trying_while_the_node_is_down():
