@@ -85,32 +85,25 @@ def sections(args):
     return list(dict.fromkeys(names))
 
 
-def _pci(address):
-    address = str(address or "")
-    return address[5:] if address.count(":") == 2 and address.startswith("0000:") else address
-
-
-def _names(card):
-    """Every name a dpu_info card answers to: its mst device and PCI address, and its functions'."""
-    functions = card.get("functions") or []
-    return {card.get("mst"), _pci(card.get("pci"))} | {
-        name for fn in functions for name in (fn.get("mst"), _pci(fn.get("pci")))}
-
-
 def card_of(read, device):
-    """The card ``device`` names (its mst device or PCI address, or one of its functions'), or the only card when
-    ``device`` is empty, in a dpu_info read; None where there is not exactly one."""
+    """The card ``device`` names (its mst device or PCI address, or one of its functions', PCI addresses compared
+    with their domain: ``domain._cards.full_bdf``), or the only card when ``device`` is empty, in a dpu_info read;
+    None where there is not exactly one."""
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._cards import full_bdf
+
     cards = read.get("devices") or []
     if not device:
         return cards[0] if len(cards) == 1 else None
-    found = [card for card in cards if device in _names(card) or _pci(device) in _names(card)]
+    found = [card for card in cards
+             if full_bdf(device) in {full_bdf(entry.get(key)) for entry in [card] + list(card.get("functions") or [])
+                                     for key in ("mst", "pci")}]
     return found[0] if len(found) == 1 else None
 
 
 def as_card_read(read, device, wanted):
     """A dpu_info read shaped as the module's read of the card (``pending``, ``firmware``, ``device``), with the
-    card under ``devices`` and the sections asked for, as dpu_info returns them."""
-    if read.get("failed") or read.get("unreachable") or session_dropped(read):
+    card under ``devices`` and the sections asked for, as dpu_info returns them; failed where it does not serve."""
+    if read.get("failed"):
         return read
     card = card_of(read, device)
     if card is None:
@@ -126,9 +119,8 @@ def as_card_read(read, device, wanted):
            "pending": {"nvconfig": list(pending.get("nvconfig") or []), "firmware": bool(pending.get("firmware"))},
            "read_at": read.get("read_at")}
     if not firmware.get("available", True) or not (card.get("nvconfig") or {}).get("available", True):
-        out.update(failed=True, msg="the read of the card after the restart could not read its %s: %s" % (
-            "firmware (flint)" if not firmware.get("available", True) else "NV configuration (mlxconfig)",
-            firmware.get("reason") or (card.get("nvconfig") or {}).get("reason") or "unavailable"))
+        out.update(failed=True, msg="the read of the card after the restart could not read its firmware or NV "
+                                    "configuration")
     out.update({name: read[name] for name in wanted if name in read})
     return out
 
@@ -136,7 +128,6 @@ def as_card_read(read, device, wanted):
 class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
-    _read_sections = ()  # reconnect_read, set by run()
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -144,7 +135,7 @@ class ActionModule(ActionBase):
         module_args = dict(self._task.args)
         try:
             delay, timeout, sleep = (seconds(module_args, name) for name in WAITS)
-            self._read_sections = sections(module_args)
+            wanted = sections(module_args)
         except ValueError as exc:
             return dict(result, failed=True, msg="bluefleet.dpu.fw_reset: %s" % exc)
         try:
@@ -155,11 +146,11 @@ class ActionModule(ActionBase):
         if self._task.check_mode or not (restarts or session_dropped(first)):
             return dict(result, **first)
         return dict(result, **self.read_after_restart(module_args, task_vars, first, (delay, timeout, sleep),
-                                                      dropped=not restarts))
+                                                      dropped=not restarts, wanted=wanted))
 
-    def read_after_restart(self, module_args, task_vars, first, waits, dropped):
+    def read_after_restart(self, module_args, task_vars, first, waits, dropped, wanted=()):
         """Wait for the node, then read the card in check mode; the task's result. ``dropped``: the session ended
-        under the reset (else the module said the node restarts after its command)."""
+        under the reset (else the module said the node restarts after its command); ``wanted``: reconnect_read."""
         delay, timeout, sleep = waits
         host = task_vars.get("inventory_hostname", "the node")
         started = time.monotonic()
@@ -172,7 +163,7 @@ class ActionModule(ActionBase):
                     self._connection.reset()
                 except AttributeError:
                     pass
-            read = self.read_in_check_mode(module_args, task_vars)
+            read = self.read_in_check_mode(module_args, task_vars, wanted)
             if not session_dropped(read):
                 break
             last = read
@@ -218,16 +209,15 @@ class ActionModule(ActionBase):
                        % (host, waited))
         return out
 
-    def read_in_check_mode(self, module_args, task_vars):
+    def read_in_check_mode(self, module_args, task_vars, wanted=()):
         """The module's read of the card, nothing written (check mode), or dpu_info's with the sections of
         ``reconnect_read``; a connection that fails is unreachable."""
         check_mode = self._task.check_mode
         self._task.check_mode = True
-        wanted = list(self._read_sections)
         try:
             if wanted:
                 read = self._execute_module("bluefleet.dpu.dpu_info", task_vars=task_vars, module_args={
-                    "filter": ["firmware", "nvconfig"] + wanted, "side": module_args.get("side", "auto")})
+                    "filter": ["firmware", "nvconfig", *wanted], "side": module_args.get("side", "auto")})
                 if session_dropped(read):
                     return read
                 shaped = as_card_read(read, module_args.get("device"), wanted)

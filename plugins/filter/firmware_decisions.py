@@ -25,7 +25,8 @@ def firmware_decisions(card, nic_image="", nic_version="", bfb_image="", bfb_ver
                        firmware_reset=True, reboot_command=None, power_cycle_method="none",
                        power_cycle_command=None):
     """The role's decisions after its plans: ``plan`` (the reset plan), ``install_bfb``, ``burn_nic``,
-    ``write_nv``, ``nv_asked`` and ``nic_target`` (None where no NIC firmware is asked)."""
+    ``write_nv``, ``nv_asked``, ``nic_target`` (None where no NIC firmware is asked) and ``writes`` (this run
+    installs, burns, writes or resets: anything but a plan whose reset is ``none``)."""
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
     # every worker (one per task and host); only the called filter's code need be imported.
     from ansible.module_utils.parsing.convert_bool import boolean
@@ -83,13 +84,15 @@ def firmware_decisions(card, nic_image="", nic_version="", bfb_image="", bfb_ver
     elif not plan:
         raise AnsibleFilterError("firmware_decisions: the read of the card does not answer the reset plan and "
                                  "fw_reset's plan is missing (give it as plan)")
+    write_nv = nv_planned and _changed(nv_plan)
     return {
         "plan": plan,
         "install_bfb": install_bfb,
         "burn_nic": nic_burn,
-        "write_nv": nv_planned and _changed(nv_plan),
+        "write_nv": write_nv,
         "nv_asked": nv_asked,
         "nic_target": nic_target if nic_wanted else None,
+        "writes": bool(install_bfb or nic_burn or write_nv or (plan or {}).get("reset") != "none"),
     }
 
 

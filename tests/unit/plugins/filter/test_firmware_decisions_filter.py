@@ -72,6 +72,9 @@ def role_answers(inputs):
                                      power_cycle_command=variables["firmware_power_cycle_command"])
     else:
         answers["plan"] = inputs["__firmware_plan"]
+    # configure.yml's end_role: the role goes on where it installs, burns, writes or resets
+    answers["writes"] = bool(answers["install_bfb"] or answers["burn_nic"] or answers["write_nv"]
+                             or answers["plan"].get("reset") != "none")
     return answers
 
 
