@@ -241,6 +241,10 @@ def test_faults_of_the_twin_are_clear_results(one_pair):
     _twin_tool(hostvars, "sim01-dpu", dpusim, "--root", root, "fault", "clear", "tool_hang")
 
 
+# The card and the tools are checked in one task, from the read of the cards (roles/preflight/tasks/facts.yml).
+TOOLS_ASSERT = "Every host has a card, and the tools it needs (from the read of the cards; says what to install)"
+
+
 def _failed_tasks(run, host):
     return [e["event_data"]["task"] for e in run["events"]
             if e.get("event") == "runner_on_failed" and e["event_data"].get("host") == host]
@@ -255,13 +259,13 @@ def test_a_missing_tool_stops_preflight_naming_what_to_install(one_pair):
     run = run_playbook("playbooks/preflight.yml", inventory)
     assert not _failed_tasks(run, "sim01")
     ran = {e["event_data"]["task"] for e in run["events"] if e.get("event") == "runner_on_ok"}
-    assert "The tools each node needs are there (from the read of the cards; says what to install)" in ran
+    assert TOOLS_ASSERT in ran
     assert "Check the firmware, IPsec and BFB tools (says what to install)" not in ran, "checked twice"
     # the GPU host needs a BFB installer (it lists a DPU); the twin's is the only one on PATH: not executable, a
     # lookup on PATH passes it by (the inventory still finds the twin root whole)
     (Path(hostvars["sim01"]["bluefleet_environment"]["DPUSIM_ROOT"]) / "bin" / "bfb-install").chmod(0o644)
     expected = "check the tools failed: bfb_install: " + ADVICE["bfb_install"]
-    for extra, task in (((), "The tools each node needs are there (from the read of the cards; says what to install)"),
+    for extra, task in (((), TOOLS_ASSERT),
                         (("--tags", "tools"), "Check the firmware, IPsec and BFB tools (says what to install)")):
         run = run_playbook("playbooks/preflight.yml", inventory, *extra, check=False)
         assert run["rc"] != 0, extra
