@@ -269,18 +269,15 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files impo
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._runner import ToolRunner
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import (
     ToolError,
-    fs_root_spec,
     parse_output,
     run_module,
     run_tool,
-    timeout_spec,
 )
 
 POLL_SECONDS = 1
 
 
-def under(root, path):
-    return os.path.join(root, path.lstrip("/")) if root not in ("", "/") else path
+under = _doca.under
 
 
 def read_text(path):
@@ -300,96 +297,51 @@ def write_atomic(path, content):
         raise ToolError("write %s failed: %s" % (path, exc)) from exc
 
 
-def desired(params):
-    """Validate everything and build (manifest text or None, config files, images, digest, paths)."""
-    name = params["name"]
-    entry = _doca.service(name)
-    config_dir = params["config_dir"] or entry["config_dir"]
-    files = params["config_files"] or {}
-    _doca.check_config_files(files)
-    digest = _doca.config_hash(files)
-    if params["state"] == "absent":
-        return None, files, [], digest, config_dir
-    if params["manifest"] is not None:
-        doc = _doca.check_manifest(_doca.parse_manifest(params["manifest"]), name)
-    else:
-        image = params["image"] or _doca.image_for(name, params["version"])
-        _doca.check_pinned(image, "image of %s" % name)
-        doc = _doca.default_manifest(name, image, config_dir, params["env"], params["args"])
-    doc = _doca.finish_manifest(doc, name, digest)
-    return _doca.render_manifest(doc), files, _doca.pinned_images(doc), digest, config_dir
-
-
 def read_pod(runner, name, pod_name, allow_missing):
     """The service's pod as crictl reports it (None when there is none); None too when crictl is missing and
-    ``allow_missing``."""
+    ``allow_missing``. crictl lists the service's pods, then the containers of the one ``_doca.newest_ready_pod``
+    picks (dpu_info's section doca_services picks the same from every pod and container: ``_doca.pick_pod``)."""
     what = "list the pods of %s with crictl" % name
     result = run_tool(runner, ["crictl", "pods", "--name", "^%s-" % pod_name, "-o", "json"], what,
                       allow_missing=allow_missing,
                       missing_hint="; crictl comes with the BlueField OS (kubelet + containerd)")
     if result is None:
         return None
-    pods = [p for p in parse_output(parse_pods_json, result, what) if p["state"] == "SANDBOX_READY"]
-    if not pods:
+    pod = _doca.newest_ready_pod(parse_output(parse_pods_json, result, what), pod_name)
+    if pod is None:
         return None
-    pod = max(pods, key=lambda p: p["created_ns"])
     what = "list the containers of pod %s with crictl" % pod["name"]
     result = run_tool(runner, ["crictl", "ps", "-a", "--pod", pod["id"], "-o", "json"], what)
-    ctrs = parse_output(parse_ps_json, result, what)
-    latest = {}
-    for ctr in sorted(ctrs, key=lambda c: c["created_ns"]):
-        latest[ctr["name"]] = ctr
-    return {
-        "id": pod["id"],
-        "name": pod["name"],
-        "state": pod["state"],
-        "config_hash": pod["annotations"].get(_doca.CONFIG_HASH_ANNOTATION),
-        "containers": [{"name": c["name"], "id": c["id"], "state": c["state"], "attempt": c["attempt"],
-                        "restart_count": c["restart_count"], "image_id": c["image_id"]}
-                       for c in latest.values()],
-    }
+    return _doca.pod_view(pod, parse_output(parse_ps_json, result, what))
 
 
-def ready(pod, digest, present):
-    if not present:
-        return pod is None
-    return (pod is not None and pod["config_hash"] == digest and bool(pod["containers"])
-            and all(c["state"] == "CONTAINER_RUNNING" for c in pod["containers"]))
-
-
-SERVICE_OPTIONS = ("name", "state", "version", "image", "manifest", "config_files", "config_dir", "env", "args")
+ready = _doca.ready
+SERVICE_OPTIONS = _doca.SERVICE_OPTIONS
 
 
 def prepare(params, spec):
     """One service validated and compared with the files on disk (read only): its plan of writes."""
     try:
-        text, files, images, digest, config_dir = desired(spec)
+        svc = _doca.want(spec, params["manifest_dir"])
     except _doca.DocaError as exc:
         raise ToolError("configure DOCA service %s failed: %s" % (spec["name"], exc)) from exc
-    entry = _doca.SERVICES[spec["name"]]
     root = params["fs_root"]
-    present = spec["state"] == "present"
-    manifest_path = os.path.join(params["manifest_dir"], entry["manifest"])
-    targets = [(os.path.join(config_dir, fname), files[fname]) for fname in sorted(files)]
-    targets.append((manifest_path, text))  # the manifest last: the kubelet must see the new config files
     before, after, plan = {}, {}, []
-    for path, content in targets:
+    for path, content in svc["targets"]:
         current = read_text(under(root, path))
         before[path] = current
-        after[path] = content if present else None
-        if (present and current != content) or (not present and current is not None):
-            plan.append((path, content if present else None))
-    return {"name": spec["name"], "entry": entry, "present": present, "manifest_path": manifest_path,
-            "images": images, "digest": digest, "before": before, "after": after, "plan": plan}
+        after[path] = content if svc["present"] else None
+        if (svc["present"] and current != content) or (not svc["present"] and current is not None):
+            plan.append((path, content if svc["present"] else None))
+    svc.update(before=before, after=after, plan=plan)
+    return svc
 
 
 def prepare_all(params, specs):
     """Every service validated before any is written: all the bad ones named in one failure."""
-    names = [spec["name"] for spec in specs]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise ToolError("configure DOCA services failed: %s listed more than once in services; give each service "
-                        "once (state present or absent); nothing was written" % ", ".join(twice))
+    problem = _doca.twice_problem(specs)
+    if problem:
+        raise ToolError(problem)
     prepared, errors = [], []
     for spec in specs:
         try:
@@ -398,14 +350,9 @@ def prepare_all(params, specs):
             errors.append(exc.msg)
     if errors:
         raise ToolError("; ".join(errors) + ("; nothing was written" if len(specs) > 1 else ""))
-    owners = {}
-    for svc in prepared:
-        for path in svc["before"]:
-            owners.setdefault(path, []).append(svc["name"])
-    shared = sorted((path, names) for path, names in owners.items() if len(names) > 1)
-    if shared:
-        raise ToolError("configure DOCA services failed: %s is a file of %s; give each service its own config_dir; "
-                        "nothing was written" % (shared[0][0], " and ".join(shared[0][1])))
+    problem = _doca.shared_problem((svc["name"], list(svc["before"])) for svc in prepared)
+    if problem:
+        raise ToolError(problem)
     return prepared
 
 
@@ -506,45 +453,14 @@ def run_service(runner, params, check_mode):
     }
 
 
-def argument_spec():
-    return {
-        "name": {"type": "str"},
-        "services": {"type": "list", "elements": "dict", "options": {
-            "name": {"type": "str", "required": True},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-            "version": {"type": "str"},
-            "image": {"type": "str"},
-            "manifest": {"type": "str"},
-            "config_files": {"type": "dict", "default": {}},
-            "config_dir": {"type": "path"},
-            "env": {"type": "dict", "default": {}},
-            "args": {"type": "list", "elements": "str", "default": []},
-        }, "mutually_exclusive": [("version", "image", "manifest")],
-            "required_if": [("state", "present", ("version", "image", "manifest"), True)]},
-        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        "version": {"type": "str"},
-        "image": {"type": "str"},
-        "manifest": {"type": "str"},
-        "config_files": {"type": "dict", "default": {}},
-        "config_dir": {"type": "path"},
-        "env": {"type": "dict", "default": {}},
-        "args": {"type": "list", "elements": "str", "default": []},
-        "manifest_dir": {"type": "path", "default": _doca.MANIFEST_DIR},
-        "fs_root": fs_root_spec(),
-        "wait": {"type": "bool", "default": True},
-        "wait_timeout": {"type": "int", "default": 180},
-        "timeout": timeout_spec(60),
-    }
+argument_spec = _doca.argument_spec
 
 
 def main():
     module = AnsibleModule(
         argument_spec=argument_spec(),
-        mutually_exclusive=[("name", "services"), ("version", "image", "manifest", "services")]
-        + [("services", option) for option in ("state", "config_files", "config_dir", "env", "args")],
-        required_one_of=[("name", "services")],
-        required_if=[("state", "present", ("version", "image", "manifest", "services"), True)],
         supports_check_mode=True,
+        **_doca.MODULE_RULES,
     )
     run_module(module, "configure DOCA service", ToolRunner,
                lambda runner: run_service(runner, module.params, module.check_mode),

@@ -55,10 +55,16 @@ options:
         exists, the value of its last C(IPSEC_FULL_OFFLOAD) assignment and the driver's IPsec mode of each uplink
         (C(/sys/class/net/*/compat/devlink/ipsec_mode)), under O(fs_root) - for the filter
         P(bluefleet.dpu.ipsec_offload_plan#filter). Not in the default; give it by name.
+      - C(doca_services) what M(bluefleet.dpu.doca_service) reads (DPU side) for every service of its catalogue - the
+        state of the pod manifest in O(doca_manifest_dir) and of each file in the service's catalogue configuration
+        folder (a regular file's sha256), under O(files_root), and the service's pod as the module finds it (one
+        C(crictl pods -o json) and one C(crictl ps -a -o json) for all of them) - for the filter
+        P(bluefleet.dpu.doca_service_plan#filter). Where crictl is missing or fails, the pods are unavailable (with
+        the reason) and the files are read all the same. Not in the default; give it by name.
     type: list
     elements: str
     choices: [firmware, nvconfig, mode, reset_levels, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions,
-              rdma_links, tools, roce, files, ipsec_offload]
+              rdma_links, tools, roce, files, ipsec_offload, doca_services]
     default: [firmware, nvconfig, mode, eswitch, privilege, rshim, dpu_os, secure_boot, tool_versions]
   require:
     description:
@@ -103,9 +109,15 @@ options:
     default: {}
   files_root:
     description: The directory that stands for C(/) for O(files) and O(file_lines) (M(bluefleet.dpu.files)'
-      O(bluefleet.dpu.files#module:fs_root)).
+      O(bluefleet.dpu.files#module:fs_root)), and for the files the section C(doca_services) reads
+      (M(bluefleet.dpu.doca_service)'s O(bluefleet.dpu.doca_service#module:fs_root)).
     type: path
     default: /
+  doca_manifest_dir:
+    description: The kubelet's static-pod folder the section C(doca_services) reads the manifests in, as the DPU sees
+      it (M(bluefleet.dpu.doca_service)'s O(bluefleet.dpu.doca_service#module:manifest_dir)).
+    type: path
+    default: /etc/kubelet.d
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
@@ -366,6 +378,30 @@ ipsec_offload:
   type: dict
   sample: {"available": true, "root": "/", "path": "/etc/mellanox/mlnx-bf.conf", "exists": true, "value": "yes",
            "driver_ipsec_mode": {"p0": "full", "p1": "full"}}
+doca_services:
+  description:
+    - The section C(doca_services) - C(available) (always true, the files are read in any case), C(root)
+      (O(files_root)), C(manifest_dir) (O(doca_manifest_dir)), C(services) and C(pods).
+    - C(services) - each service of M(bluefleet.dpu.doca_service)'s catalogue (C(telemetry), C(hbn), C(firefly),
+      C(snap)) to C(manifest_path) (as the DPU sees it), C(manifest) (its C(link), C(file), C(sha256) and C(mode), as
+      the section C(files) gives them; null when there is nothing at that path; C(error) when it could not be read),
+      C(config_dir) (the catalogue's folder) and C(config_files) (each entry of that folder to its state, as
+      C(manifest); empty when the folder is missing), or C(config_error) when the folder could not be listed.
+    - C(pods) - C(available) (false with C(reason) where crictl is missing, fails or prints what its parser does not
+      know) and C(services), each service to its pod as M(bluefleet.dpu.doca_service) reports it (C(id), C(name),
+      C(state), C(config_hash), C(containers)), or null when it has none.
+  returned: when C(doca_services) is in O(filter)
+  type: dict
+  sample: {"available": true, "root": "/", "manifest_dir": "/etc/kubelet.d",
+           "services": {"telemetry": {"manifest_path": "/etc/kubelet.d/doca_telemetry_standalone.yaml",
+                                      "manifest": {"link": null, "file": true, "sha256": "5d1e...", "mode": "0644"},
+                                      "config_dir": "/opt/mellanox/doca/services/telemetry/config",
+                                      "config_files": {"dts_config.ini": {"link": null, "file": true,
+                                                                          "sha256": "0b7c...", "mode": "0644"}}}},
+           "pods": {"available": true,
+                    "services": {"telemetry": {"id": "8c6f...", "name": "doca-telemetry-service-dpu1",
+                                               "state": "SANDBOX_READY", "config_hash": "3f1c...",
+                                               "containers": []}}}}
 """
 
 import glob
@@ -391,6 +427,7 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
     ToolReader,
     fs_root_spec,
     nonpositive_seconds,
+    parse_output,
     side_spec,
     timeout_spec,
     unavailable,
@@ -400,10 +437,11 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 # imports (and compiles) every file it imports from the AnsiballZ zip, and a run reads only the sections asked for.
 
 SECTIONS = ("firmware", "nvconfig", "mode", "reset_levels", "eswitch", "privilege", "rshim", "dpu_os", "secure_boot",
-            "tool_versions", "rdma_links", "tools", "roce", "files", "ipsec_offload")
+            "tool_versions", "rdma_links", "tools", "roce", "files", "ipsec_offload", "doca_services")
 # These are asked for by name: the default stays what it was before the sections existed.
 DEFAULT_SECTIONS = tuple(s for s in SECTIONS
-                         if s not in ("reset_levels", "rdma_links", "tools", "roce", "files", "ipsec_offload"))
+                         if s not in ("reset_levels", "rdma_links", "tools", "roce", "files", "ipsec_offload",
+                                      "doca_services"))
 
 # The RDMA device port the section roce reads (roce_qos's default port; the roce_qos role does not set another).
 ROCE_PORT = 1
@@ -420,6 +458,7 @@ VERSION_ARGV = {
     "rdma": ("rdma", "-V"),
     "bfver": None,
     "mlxbf-bootctl": None,
+    "crictl": ("crictl", "--version"),
 }
 
 
@@ -427,7 +466,7 @@ class DpuInfo(ToolReader):
     """Gather the facts with one runner; every tool at most once per card."""
 
     def __init__(self, runner, sections, side="auto", fs_root="/", require=(), roce_netdevs=(), roce_address="",
-                 files=(), files_root="/", eswitch_ports=False, file_lines=None):
+                 files=(), files_root="/", eswitch_ports=False, file_lines=None, doca_manifest_dir="/etc/kubelet.d"):
         super().__init__(runner)
         self.sections = set(sections)
         self.side_option = side
@@ -439,6 +478,7 @@ class DpuInfo(ToolReader):
         self.files = list(dict.fromkeys(list(files) + list(self.file_lines)))
         self.files_root = files_root
         self.eswitch_ports = eswitch_ports
+        self.doca_manifest_dir = doca_manifest_dir
         # version queries: tool_versions and tools both ask flint --version where MFT is there; it runs once
         self.versions = RunOnce(runner)
 
@@ -717,6 +757,62 @@ class DpuInfo(ToolReader):
 
         return read_section(self.fs_root)
 
+    def doca_services(self):
+        """doca_service's read of every catalogue service (see the option filter): the files under files_root, and
+        the pods from one crictl pods and one crictl ps -a (this one only where a service has a pod), chosen as the
+        module chooses them (``_doca.pick_pod``)."""
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._doca import (
+            SERVICES,
+            newest_ready_pod,
+            pick_pod,
+            under,
+        )
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._crictl import (
+            parse_pods_json,
+            parse_ps_json,
+        )
+        from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._files import file_state
+
+        def state(directory, name):
+            path = os.path.join(directory, name)
+            if not os.path.lexists(path):
+                return None
+            try:
+                return file_state(directory, name)
+            except OSError as exc:
+                return {"error": "read %s failed: %s" % (path, exc)}
+
+        root = self.files_root
+        manifests = under(root, self.doca_manifest_dir)
+        services = {}
+        for name, entry in SERVICES.items():
+            svc = {"manifest_path": os.path.join(self.doca_manifest_dir, entry["manifest"]),
+                   "manifest": state(manifests, entry["manifest"]), "config_dir": entry["config_dir"],
+                   "config_files": {}}
+            folder = under(root, entry["config_dir"])
+            try:
+                svc["config_files"] = {fname: state(folder, fname) for fname in sorted(os.listdir(folder))}
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                svc["config_error"] = "list %s failed: %s" % (folder, exc)
+            services[name] = svc
+        out = {"available": True, "root": root, "manifest_dir": self.doca_manifest_dir, "services": services}
+        try:
+            what = "list the pods with crictl"
+            result = self.run(["crictl", "pods", "-o", "json"], what)
+            if result is None:
+                return dict(out, pods=unavailable(self.missing_reason("crictl")))
+            pods = parse_output(parse_pods_json, result, what)
+            containers = []
+            if any(newest_ready_pod(pods, entry["pod"]) for entry in SERVICES.values()):
+                what = "list the containers with crictl"
+                containers = parse_output(parse_ps_json, self.run(["crictl", "ps", "-a", "-o", "json"], what), what)
+        except ToolError as exc:
+            return dict(out, pods=unavailable(exc.msg))
+        return dict(out, pods={"available": True, "services": {name: pick_pod(pods, containers, entry["pod"])
+                                                               for name, entry in SERVICES.items()}})
+
     def tools(self):
         from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tool_check import check_tools
 
@@ -799,6 +895,8 @@ class DpuInfo(ToolReader):
             out["files"] = self.file_states()
         if "ipsec_offload" in want:
             out["ipsec_offload"] = self.ipsec_offload()
+        if "doca_services" in want:
+            out["doca_services"] = self.doca_services()
         if "tool_versions" in want:
             out["tool_versions"] = self.tool_versions()
         if "tools" in want:
@@ -817,6 +915,7 @@ def argument_spec():
         "files": {"type": "list", "elements": "path", "default": []},
         "file_lines": {"type": "dict", "default": {}},
         "files_root": {"type": "path", "default": "/"},
+        "doca_manifest_dir": {"type": "path", "default": "/etc/kubelet.d"},
         "eswitch_ports": {"type": "bool", "default": False},
         "side": side_spec(),
         "fs_root": fs_root_spec(),
@@ -840,7 +939,7 @@ def main():
     params = module.params
     info = DpuInfo(runner, params["filter"], params["side"], params["fs_root"], params["require"],
                    params["roce_netdevs"], params["roce_address"], params["files"], params["files_root"],
-                   params["eswitch_ports"], params["file_lines"])
+                   params["eswitch_ports"], params["file_lines"], params["doca_manifest_dir"])
     try:
         result = info.gather()
     except ToolError as exc:

@@ -15,14 +15,27 @@ Facts (and where they come from):
   NVIDIA's published YAML as far as known here; they are catalogue defaults a user can override
   (``config_dir``) and are not checked against a card.
 
+What ``doca_service`` (the module), ``dpu_info`` (section ``doca_services``: preflight's read) and the filter
+``bluefleet.dpu.doca_service_plan`` (the module's check, worked out on the controller from that read) share:
+
+- ``argument_spec()`` and ``MODULE_RULES``: the module's options and their rules; ``desired(spec)`` and
+  ``want(spec, manifest_dir)``: one service validated, its manifest rendered and the files it writes (in order);
+  ``twice_problem(specs)`` and ``shared_problem(wants)``: the checks over all the services of one run.
+- ``under(root, path)``: where the module reads and writes ``path`` under its ``fs_root``.
+- ``pick_pod(pods, containers, pod_name)``: the service's pod as the module reads it, from the parsed ``crictl pods -o
+  json`` and ``crictl ps -a -o json``; ``ready(pod, digest, present)``: whether the module would wait for it.
+- ``plan_from_read(read, params)``: the module's check-mode answer from a dpu_info read, or why it cannot be given.
+
 Pure: no I/O, no AnsibleModule. ``DocaError`` for bad input (the module fails before anything changes).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import fs_root_spec, timeout_spec
 
 try:
     import yaml
@@ -258,3 +271,270 @@ def check_snap(targets, controllers, namespaces):
         size = ns.get("size_bytes")
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
             raise DocaError("%s: size_bytes %r must be a positive integer (bytes); %s" % (where, size, SNAP_FIX))
+
+
+# ---- the doca_service module: its options, one service's files, its pod ------------------------------------------
+
+SERVICE_OPTIONS = ("name", "state", "version", "image", "manifest", "config_files", "config_dir", "env", "args")
+
+
+def argument_spec():
+    """doca_service's options (the module's ``argument_spec``, and the filter's check of the options it is given)."""
+    return {
+        "name": {"type": "str"},
+        "services": {"type": "list", "elements": "dict", "options": {
+            "name": {"type": "str", "required": True},
+            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+            "version": {"type": "str"},
+            "image": {"type": "str"},
+            "manifest": {"type": "str"},
+            "config_files": {"type": "dict", "default": {}},
+            "config_dir": {"type": "path"},
+            "env": {"type": "dict", "default": {}},
+            "args": {"type": "list", "elements": "str", "default": []},
+        }, "mutually_exclusive": [("version", "image", "manifest")],
+            "required_if": [("state", "present", ("version", "image", "manifest"), True)]},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+        "version": {"type": "str"},
+        "image": {"type": "str"},
+        "manifest": {"type": "str"},
+        "config_files": {"type": "dict", "default": {}},
+        "config_dir": {"type": "path"},
+        "env": {"type": "dict", "default": {}},
+        "args": {"type": "list", "elements": "str", "default": []},
+        "manifest_dir": {"type": "path", "default": MANIFEST_DIR},
+        "fs_root": fs_root_spec(),
+        "wait": {"type": "bool", "default": True},
+        "wait_timeout": {"type": "int", "default": 180},
+        "timeout": timeout_spec(60),
+    }
+
+
+# doca_service's AnsibleModule rules besides the argument spec
+MODULE_RULES = {
+    "mutually_exclusive": [("name", "services"), ("version", "image", "manifest", "services")]
+    + [("services", option) for option in ("state", "config_files", "config_dir", "env", "args")],
+    "required_one_of": [("name", "services")],
+    "required_if": [("state", "present", ("version", "image", "manifest", "services"), True)],
+}
+
+
+def under(root, path):
+    """``path`` (as the DPU sees it) under ``root``, as doca_service reads and writes it."""
+    return os.path.join(root, path.lstrip("/")) if root not in ("", "/") else path
+
+
+def desired(params):
+    """Validate one service and build (manifest text or None, config files, images, digest, config dir)."""
+    name = params["name"]
+    entry = service(name)
+    config_dir = params["config_dir"] or entry["config_dir"]
+    files = params["config_files"] or {}
+    check_config_files(files)
+    digest = config_hash(files)
+    if params["state"] == "absent":
+        return None, files, [], digest, config_dir
+    if params["manifest"] is not None:
+        doc = check_manifest(parse_manifest(params["manifest"]), name)
+    else:
+        image = params["image"] or image_for(name, params["version"])
+        check_pinned(image, "image of %s" % name)
+        doc = default_manifest(name, image, config_dir, params["env"], params["args"])
+    doc = finish_manifest(doc, name, digest)
+    return render_manifest(doc), files, pinned_images(doc), digest, config_dir
+
+
+def want(spec, manifest_dir):
+    """One service of doca_service (its options, as validated) and the files it writes: ``targets``, (path, content)
+    in the order the module writes them (the config files by name, the manifest last: the kubelet must see the new
+    config files first); DocaError for bad input (``desired``)."""
+    text, files, images, digest, config_dir = desired(spec)
+    entry = SERVICES[spec["name"]]
+    manifest_path = os.path.join(manifest_dir, entry["manifest"])
+    targets = [(os.path.join(config_dir, fname), files[fname]) for fname in sorted(files)]
+    targets.append((manifest_path, text))
+    return {"name": spec["name"], "entry": entry, "present": spec["state"] == "present",
+            "manifest_path": manifest_path, "images": images, "digest": digest, "targets": targets}
+
+
+def twice_problem(specs):
+    """The module's refusal of a service listed twice, or None."""
+    names = [spec["name"] for spec in specs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        return ("configure DOCA services failed: %s listed more than once in services; give each service once (state "
+                "present or absent); nothing was written" % ", ".join(twice))
+    return None
+
+
+def shared_problem(paths_of):
+    """The module's refusal of two services writing one file (``paths_of``: (service, its paths) in order), or
+    None."""
+    owners = {}
+    for name, paths in paths_of:
+        for path in paths:
+            owners.setdefault(path, []).append(name)
+    shared = sorted((path, names) for path, names in owners.items() if len(names) > 1)
+    if shared:
+        return ("configure DOCA services failed: %s is a file of %s; give each service its own config_dir; nothing "
+                "was written" % (shared[0][0], " and ".join(shared[0][1])))
+    return None
+
+
+def newest_ready_pod(pods, pod_name):
+    """The service's pod among ``pods`` (``_crictl.parse_pods_json``), or None: the newest ready one (SANDBOX_READY,
+    by creation) whose name matches ``^<pod_name>-`` - the kubelet names a static pod ``<name>-<node>``; a catalogue
+    pod name has no regular-expression character, so the match is a prefix."""
+    ready_pods = [p for p in pods if p["state"] == "SANDBOX_READY" and p["name"].startswith(pod_name + "-")]
+    if not ready_pods:
+        return None
+    return max(ready_pods, key=lambda p: p["created_ns"])
+
+
+def pod_view(pod, containers):
+    """What doca_service reports of ``pod``: its id, name, state, config hash and the latest container of each name
+    (by creation) among ``containers`` (``_crictl.parse_ps_json``) that belong to it."""
+    latest = {}
+    for ctr in sorted((c for c in containers if c["pod_id"] == pod["id"]), key=lambda c: c["created_ns"]):
+        latest[ctr["name"]] = ctr
+    return {
+        "id": pod["id"],
+        "name": pod["name"],
+        "state": pod["state"],
+        "config_hash": pod["annotations"].get(CONFIG_HASH_ANNOTATION),
+        "containers": [{"name": c["name"], "id": c["id"], "state": c["state"], "attempt": c["attempt"],
+                        "restart_count": c["restart_count"], "image_id": c["image_id"]}
+                       for c in latest.values()],
+    }
+
+
+def pick_pod(pods, containers, pod_name):
+    """The service's pod as doca_service reads it, or None: ``newest_ready_pod`` and ``pod_view``. The module asks
+    crictl for the service's pods and that pod's containers only (``--name``, ``--pod``); dpu_info's section
+    doca_services lists every pod and container once (``crictl pods -o json``, ``crictl ps -a -o json``) and picks
+    the same."""
+    pod = newest_ready_pod(pods, pod_name)
+    return None if pod is None else pod_view(pod, containers)
+
+
+def ready(pod, digest, present):
+    """Whether the kubelet runs what the service's manifest asks: a pod with the config hash ``digest`` whose
+    containers all run (``present``), or no pod (removed). doca_service waits until it does."""
+    if not present:
+        return pod is None
+    return (pod is not None and pod["config_hash"] == digest and bool(pod["containers"])
+            and all(c["state"] == "CONTAINER_RUNNING" for c in pod["containers"]))
+
+
+# ---- doca_service's check from dpu_info's section doca_services (the filter doca_service_plan) ---------------------
+
+def _content_sha(content):
+    """sha256 of the bytes doca_service writes for ``content``; None where its read of the file could never equal
+    ``content`` (a carriage return: it reads text with universal newlines), so it writes the file on every run."""
+    if "\r" in content:
+        return None
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def _target_changes(section, svc, path, content):
+    """Whether doca_service would write (or remove) ``path``, or a reason (str) the section cannot say."""
+    files = section["services"].get(svc["name"]) or {}
+    if path == svc["manifest_path"]:
+        state = files.get("manifest")
+    else:
+        if files.get("config_error"):
+            return "the read of %s failed: %s" % (files.get("config_dir"), files["config_error"])
+        state = (files.get("config_files") or {}).get(os.path.basename(path))
+    if isinstance(state, dict) and state.get("error"):
+        return "%s was not read: %s" % (path, state["error"])
+    if not svc["present"]:
+        return state is not None  # anything there: the module removes it (or fails, where it is a directory)
+    if state is None or not state["file"]:
+        return True
+    return state["sha256"] != _content_sha(content)
+
+
+def _section_problem(section, params, wants):
+    """Why dpu_info's section doca_services cannot answer for these services, or None."""
+    if not isinstance(section, dict) or not section.get("available"):
+        return "the read has no doca_services section"
+    if section.get("manifest_dir") != params["manifest_dir"]:
+        return "the manifests were read in %s, not %s" % (section.get("manifest_dir"), params["manifest_dir"])
+    for svc in wants:
+        for path, _content in svc["targets"]:
+            if under(section.get("root") or "/", path) != under(params["fs_root"], path):
+                return "the files were read under %s, not %s" % (section.get("root"), params["fs_root"])
+    pods = section.get("pods") or {}
+    if not pods.get("available"):
+        return "the read has no pods: %s" % pods.get("reason", "not read")
+    for spec in params["services"]:
+        if spec["config_dir"]:
+            return "service %s sets config_dir; the read has the catalogue's folders only" % spec["name"]
+        if spec["name"] not in section.get("services", {}) or spec["name"] not in pods.get("services", {}):
+            return "the read has no %s" % spec["name"]
+    return None
+
+
+def plan_from_read(read, params):
+    """doca_service's check-mode answer for ``params`` (its options, validated, with ``services``) from dpu_info's
+    section doca_services in ``read``: ``{answered, why}`` and, when answered, ``changes`` (each path the module
+    would write or remove, and ``pod of NAME`` for each service whose pod it would wait for: not ready for its
+    config hash, or still there after a removal) and the module's check-mode result keys but ``diff`` (``changed``,
+    ``changed_files``, ``services``, ``reset_required``). The services must pass the module's checks
+    (``check_services``)."""
+    section = read.get("doca_services")
+    wants = [want(spec, params["manifest_dir"]) for spec in params["services"]]
+    why = _section_problem(section, params, wants)
+    if why:
+        return {"answered": False, "why": why}
+    results, changes, waits = [], [], []
+    for svc in wants:
+        changed_files = []
+        for path, content in svc["targets"]:
+            differs = _target_changes(section, svc, path, content)
+            if isinstance(differs, str):
+                return {"answered": False, "why": differs}
+            if differs:
+                changed_files.append(path)
+        pod = section["pods"]["services"][svc["name"]]
+        if not ready(pod, svc["digest"], svc["present"]):
+            waits.append("pod of %s" % svc["name"])
+        changes.extend(changed_files)
+        results.append({
+            "changed": bool(changed_files),
+            "service": svc["name"],
+            "state": "present" if svc["present"] else "absent",
+            "manifest_path": svc["manifest_path"],
+            "images": svc["images"],
+            "config_hash": svc["digest"],
+            "changed_files": changed_files,
+            "restarted": bool(pod and not svc["present"] and changed_files),
+            "pod": pod,
+            "previous_pod_id": pod["id"] if pod else None,
+        })
+    return {"answered": True, "why": "", "changes": changes + waits, "changed": bool(changes), "services": results,
+            "changed_files": changes, "reset_required": "none"}
+
+
+def check_services(params):
+    """The module's checks of ``services`` (its options, validated) before it reads anything: DocaError with its
+    message, as the module fails."""
+    if params["services"] is None:
+        raise DocaError("configure DOCA service failed: the plan takes services, not name")
+    if not params["services"]:
+        raise DocaError("configure DOCA services failed: services is empty; give at least one service (name and "
+                        "version, image or manifest, or state absent)")
+    problem = twice_problem(params["services"])
+    if problem:
+        raise DocaError(problem)
+    wants, errors = [], []
+    for spec in params["services"]:
+        try:
+            wants.append(want(spec, params["manifest_dir"]))
+        except DocaError as exc:
+            errors.append("configure DOCA service %s failed: %s" % (spec["name"], exc))
+    if errors:
+        raise DocaError("; ".join(errors) + ("; nothing was written" if len(params["services"]) > 1 else ""))
+    problem = shared_problem((svc["name"], [path for path, _content in svc["targets"]]) for svc in wants)
+    if problem:
+        raise DocaError(problem)
