@@ -84,9 +84,13 @@ KNOWN_READS = {"Read what the node runs (step 'read versions')":
                # preflight read the reset levels where the node configures its card: the reset is planned from it
                "Plan the reset (fails here, before any write, when the reset needed is not available)":
                "Plan the reset from the read of the card where it answers (fails here, before any write, when the "
-               "reset needed is not available)",
-               "Health gate, read the links and what the node runs, in one run (step 'health gate')":
-               "Health gate, the node runs the target and its links are up (step 'health gate')"}
+               "reset needed is not available)"}
+# The health gate takes that read too: where it passes there and no restriction is to be restored, the node ends at
+# this meta task (no event for a host it ends; a host it does not end is skipped there), before the gate's own read
+# and assert.
+GATE_END = "End a node whose health gate passes in the read it has, with no host restriction to restore"
+GATE_READ = "Health gate, read the links and what the node runs, in one run (step 'health gate')"
+GATE = "Health gate, the node runs the target and its links are up (step 'health gate')"
 
 
 NO_OP_SKIPS = ("Apply the lossless RoCE settings on every RoCE netdev (runtime only, lost on reboot)",
@@ -115,6 +119,11 @@ def test_site_converges_and_second_run_changes_nothing(sim_inventory, collection
     for read, user in KNOWN_READS.items():
         assert ran(first, read) == [], "%s: read again although this run had the answer" % read
         assert ran(first, user), "%s: nothing used the answer" % user
+    assert ran(first, GATE_READ) == [] and ran(first, GATE) == [], "the gate read or asserted again"
+    assert any(e.get("event") == "playbook_on_task_start" and e["event_data"].get("task") == GATE_END
+               for e in first["events"])
+    assert not [e for e in first["events"] if e.get("event") == "runner_on_skipped"
+                and e["event_data"].get("task") == GATE_END], "a DPU did not end at the gate's end"
     second = run_playbook("site.yml", sim_inventory, "-e", "bluefleet_validate=false")
     assert changed_count(second) == 0, second["stdout"][-4000:]
     # Nothing touched a node after preflight's read in this run: it answers the RoCE QoS, boot files and firewall

@@ -190,3 +190,21 @@ def test_the_health_gate_fails_when_the_links_stay_down(fleet):
     assert "host restriction restored as before" in msg, msg
     assert restriction(fleet["root"]) == before
     fault("clear")(fleet)
+
+
+def test_the_health_gate_fails_in_the_read_it_has(fleet):
+    """No image asked: 'read versions' read the links and nothing touched the card since, so the gate judges that
+    read. Ports DOWN there: the node does not end before the gate (its pass ends a node with no task of the gate's),
+    the gate does not read again (nothing ran that could bring the links up) and its assert names the ports."""
+    before = restriction(fleet["root"])
+    fault("set", "links_training", "--reads", "50")(fleet)
+    run = upgrade(fleet, *_links_vars(fleet, firmware_nic_image=""), check=False)
+    assert run["rc"] != 0
+    msg = failure(run)
+    assert "upgrade failed at 'Health gate, the node runs the target and its links are up" in msg, msg
+    assert "RDMA ports not active: mlx5_0/1 DOWN, mlx5_1/1 DOWN" in msg, msg
+    assert not [e for e in run["events"] if e.get("event") == "runner_on_ok"
+                and e["event_data"].get("task") == GATE_READ], "read again"
+    assert twin_state(fleet["root"])["cards"][0]["firmware"]["running"]["version"] == OLD_FW
+    assert restriction(fleet["root"]) == before
+    fault("clear")(fleet)
