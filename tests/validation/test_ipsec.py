@@ -137,8 +137,11 @@ def test_fabric_carries_only_esp(dpu, fleet):
     start = dpu.run(f"rm -f {pcap}; (timeout 25 tcpdump -l -nni {uplink} ip > {pcap} 2>/dev/null &) ; sleep 1")
     assert start.rc == 0, f"{dpu.name}: cannot start tcpdump on {uplink}: {start.stderr.strip()[-200:]}"
     ping = host.run(f"ping -c 5 -i 0.2 -W 2 {target}")
-    peer.run("pkill -x iperf3; iperf3 -s -1 -D")
-    time.sleep(0.5)
+    # iperf3 -D returns once it has daemonized, and the daemon binds its port after that: wait until it listens (up to
+    # 5 s), or on a busy machine the client meets "Connection refused" from a server that is still starting
+    listening = peer.run("pkill -x iperf3; iperf3 -s -1 -D; for i in $(seq 50); do "
+                         "ss -Hltn 'sport = :5201' | grep -q . && exit 0; sleep 0.1; done; exit 1")
+    assert listening.rc == 0, f"{peer_host}: iperf3 -s does not listen on port 5201 after 5 s; fix: iperf3 on the host"
     tcp = host.run(f"iperf3 -c {target} -t 2 -J")
     time.sleep(1)
     dpu.run("pkill -x tcpdump")

@@ -47,8 +47,10 @@ def digest(svc):
     return _doca.config_hash(svc.get("config_files") or {})
 
 
-def in_place(root, services=SERVICES):
-    """The files the module writes for ``services``, written by hand (and those of removed services left out)."""
+def in_place(root, services=None):
+    """The files the module writes for ``services`` (default SERVICES), written by hand (and those of removed services
+    left out)."""
+    services = SERVICES if services is None else services
     for svc in services:
         wanted = _doca.want(spec(svc), _doca.MANIFEST_DIR)
         for path, content in wanted["targets"]:
@@ -119,8 +121,9 @@ def read(root, pods, ctrs, missing=(), **options):
     return dpu_info.DpuInfo(runner, ["doca_services"], files_root=str(root), **options).gather()
 
 
-def check(run_module, root, pods, ctrs, services=SERVICES):
-    """doca_service's check-mode result for ``services`` on the same machine."""
+def check(run_module, root, pods, ctrs, services=None):
+    """doca_service's check-mode result for ``services`` (default SERVICES) on the same machine."""
+    services = SERVICES if services is None else services
     failed, result = run_module(doca_service, {"services": services, "fs_root": str(root)},
                                 FakeRunner(crictl_answers(pods, ctrs)), check_mode=True)
     return failed, result
@@ -137,7 +140,8 @@ def module_in_state(result):
     return not result["changed"] and all(settled(res) for res in result["services"])
 
 
-def agree(run_module, root, pods, ctrs, services=SERVICES):
+def agree(run_module, root, pods, ctrs, services=None):
+    services = SERVICES if services is None else services
     plan = doca_service_plan(read(root, pods, ctrs), services, "/etc/kubelet.d", str(root))
     failed, module = check(run_module, root, pods, ctrs, services)
     assert not failed, module
