@@ -258,6 +258,7 @@ tool_version:
   type: str
 """
 
+import functools
 import os
 import time
 
@@ -275,9 +276,6 @@ from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling im
 )
 
 POLL_SECONDS = 1
-
-
-under = _doca.under
 
 
 def read_text(path):
@@ -315,53 +313,37 @@ def read_pod(runner, name, pod_name, allow_missing):
     return _doca.pod_view(pod, parse_output(parse_ps_json, result, what))
 
 
-ready = _doca.ready
-SERVICE_OPTIONS = _doca.SERVICE_OPTIONS
-
-
-def prepare(params, spec):
-    """One service validated and compared with the files on disk (read only): its plan of writes."""
-    try:
-        svc = _doca.want(spec, params["manifest_dir"])
-    except _doca.DocaError as exc:
-        raise ToolError("configure DOCA service %s failed: %s" % (spec["name"], exc)) from exc
-    root = params["fs_root"]
+def read_targets(root, svc):
+    """``svc`` (``_doca.want``) with what its files hold now and its plan of writes (read only); DocaError where a file
+    cannot be read."""
     before, after, plan = {}, {}, []
     for path, content in svc["targets"]:
-        current = read_text(under(root, path))
+        try:
+            current = read_text(_doca.under(root, path))
+        except ToolError as exc:
+            raise _doca.DocaError(exc.msg) from exc
         before[path] = current
         after[path] = content if svc["present"] else None
         if (svc["present"] and current != content) or (not svc["present"] and current is not None):
             plan.append((path, content if svc["present"] else None))
-    svc.update(before=before, after=after, plan=plan)
-    return svc
+    return dict(svc, before=before, after=after, plan=plan)
 
 
 def prepare_all(params, specs):
-    """Every service validated before any is written: all the bad ones named in one failure."""
-    problem = _doca.twice_problem(specs)
-    if problem:
-        raise ToolError(problem)
-    prepared, errors = [], []
-    for spec in specs:
-        try:
-            prepared.append(prepare(params, spec))
-        except ToolError as exc:
-            errors.append(exc.msg)
-    if errors:
-        raise ToolError("; ".join(errors) + ("; nothing was written" if len(specs) > 1 else ""))
-    problem = _doca.shared_problem((svc["name"], list(svc["before"])) for svc in prepared)
-    if problem:
-        raise ToolError(problem)
-    return prepared
+    """Every service validated and its files read before any is written: all the bad ones named in one failure
+    (``_doca.want_all``)."""
+    try:
+        return _doca.want_all(specs, params["manifest_dir"], read=functools.partial(read_targets, params["fs_root"]))
+    except _doca.DocaError as exc:
+        raise ToolError(str(exc)) from exc
 
 
 def write_plan(root, svc):
     for path, content in svc["plan"]:
         if content is None:
-            os.unlink(under(root, path))
+            os.unlink(_doca.under(root, path))
         else:
-            write_atomic(under(root, path), content)
+            write_atomic(_doca.under(root, path), content)
 
 
 def wait_failed(params, waiting, pending, pods):
@@ -384,14 +366,14 @@ def wait_for(runner, params, waiting):
     deadline = time.monotonic() + params["wait_timeout"]
     pods = dict((svc["name"], read_pod(runner, svc["name"], svc["entry"]["pod"], allow_missing=False))
                 for svc in waiting)
-    pending = [svc for svc in waiting if not ready(pods[svc["name"]], svc["digest"], svc["present"])]
+    pending = [svc for svc in waiting if not _doca.ready(pods[svc["name"]], svc["digest"], svc["present"])]
     while pending:
         if time.monotonic() >= deadline:
             raise wait_failed(params, waiting, pending, pods)
         time.sleep(POLL_SECONDS)
         for svc in pending:
             pods[svc["name"]] = read_pod(runner, svc["name"], svc["entry"]["pod"], allow_missing=False)
-        pending = [svc for svc in pending if not ready(pods[svc["name"]], svc["digest"], svc["present"])]
+        pending = [svc for svc in pending if not _doca.ready(pods[svc["name"]], svc["digest"], svc["present"])]
     return pods
 
 
@@ -407,7 +389,7 @@ def run_services(runner, params, specs, check_mode):
     pods = dict(old)
     if not check_mode:
         waiting = [svc for svc in prepared if params["wait"]
-                   and (svc["plan"] or not ready(old[svc["name"]], svc["digest"], svc["present"]))]
+                   and (svc["plan"] or not _doca.ready(old[svc["name"]], svc["digest"], svc["present"]))]
         pods.update(wait_for(runner, params, waiting) if waiting else {})
         for svc in prepared:
             if svc["plan"] and not params["wait"]:
@@ -435,14 +417,13 @@ def run_services(runner, params, specs, check_mode):
 
 def run_service(runner, params, check_mode):
     if params["services"] is None:
-        changed, results, diff = run_services(runner, params, [dict((k, params[k]) for k in SERVICE_OPTIONS)],
+        changed, results, diff = run_services(runner, params, [dict((k, params[k]) for k in _doca.SERVICE_OPTIONS)],
                                               check_mode)
         result = dict(results[0], reset_required="none", diff=diff)
         result.pop("state")
         return result
     if not params["services"]:
-        raise ToolError("configure DOCA services failed: services is empty; give at least one service (name and "
-                        "version, image or manifest, or state absent)")
+        raise ToolError(_doca.NO_SERVICES)
     changed, results, diff = run_services(runner, params, params["services"], check_mode)
     return {
         "changed": changed,

@@ -20,7 +20,9 @@ What ``doca_service`` (the module), ``dpu_info`` (section ``doca_services``: pre
 
 - ``argument_spec()`` and ``MODULE_RULES``: the module's options and their rules; ``desired(spec)`` and
   ``want(spec, manifest_dir)``: one service validated, its manifest rendered and the files it writes (in order);
-  ``twice_problem(specs)`` and ``shared_problem(wants)``: the checks over all the services of one run.
+  ``want_all(specs, manifest_dir, read)``: every service of one run validated (and, in the module, its files read)
+  with the checks over all of them (a service named twice, two services writing one file), the bad ones named in one
+  failure.
 - ``under(root, path)``: where the module reads and writes ``path`` under its ``fs_root``.
 - ``pick_pod(pods, containers, pod_name)``: the service's pod as the module reads it, from the parsed ``crictl pods -o
   json`` and ``crictl ps -a -o json``; ``ready(pod, digest, present)``: whether the module would wait for it.
@@ -278,22 +280,9 @@ def check_snap(targets, controllers, namespaces):
 SERVICE_OPTIONS = ("name", "state", "version", "image", "manifest", "config_files", "config_dir", "env", "args")
 
 
-def argument_spec():
-    """doca_service's options (the module's ``argument_spec``, and the filter's check of the options it is given)."""
+def _service_options():
+    """A service's options but its name (new dicts each call: a spec is the caller's to change)."""
     return {
-        "name": {"type": "str"},
-        "services": {"type": "list", "elements": "dict", "options": {
-            "name": {"type": "str", "required": True},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-            "version": {"type": "str"},
-            "image": {"type": "str"},
-            "manifest": {"type": "str"},
-            "config_files": {"type": "dict", "default": {}},
-            "config_dir": {"type": "path"},
-            "env": {"type": "dict", "default": {}},
-            "args": {"type": "list", "elements": "str", "default": []},
-        }, "mutually_exclusive": [("version", "image", "manifest")],
-            "required_if": [("state", "present", ("version", "image", "manifest"), True)]},
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "version": {"type": "str"},
         "image": {"type": "str"},
@@ -302,12 +291,25 @@ def argument_spec():
         "config_dir": {"type": "path"},
         "env": {"type": "dict", "default": {}},
         "args": {"type": "list", "elements": "str", "default": []},
-        "manifest_dir": {"type": "path", "default": MANIFEST_DIR},
-        "fs_root": fs_root_spec(),
-        "wait": {"type": "bool", "default": True},
-        "wait_timeout": {"type": "int", "default": 180},
-        "timeout": timeout_spec(60),
     }
+
+
+def argument_spec():
+    """doca_service's options (the module's ``argument_spec``, and the filter's check of the options it is given): one
+    service's (``name`` and the options of ``_service_options``), or ``services``, a list of them."""
+    service = dict(_service_options(), name={"type": "str", "required": True})
+    return dict(
+        _service_options(),
+        name={"type": "str"},
+        services={"type": "list", "elements": "dict", "options": service,
+                  "mutually_exclusive": [("version", "image", "manifest")],
+                  "required_if": [("state", "present", ("version", "image", "manifest"), True)]},
+        manifest_dir={"type": "path", "default": MANIFEST_DIR},
+        fs_root=fs_root_spec(),
+        wait={"type": "bool", "default": True},
+        wait_timeout={"type": "int", "default": 180},
+        timeout=timeout_spec(60),
+    )
 
 
 # doca_service's AnsibleModule rules besides the argument spec
@@ -516,25 +518,43 @@ def plan_from_read(read, params):
             "changed_files": changes, "reset_required": "none"}
 
 
+# The module's refusal of an empty services list.
+NO_SERVICES = ("configure DOCA services failed: services is empty; give at least one service (name and version, image "
+               "or manifest, or state absent)")
+
+
+def want_all(specs, manifest_dir, read=None):
+    """Every service of one run validated (``want``), and with ``read`` its files read, before any is written: the
+    services' wants (``read``'s result for each, with ``read``), or DocaError with the module's message - a service
+    named twice; every service that fails its checks (or whose files ``read`` cannot read, DocaError) named in one
+    failure; two services writing one file."""
+    problem = twice_problem(specs)
+    if problem:
+        raise DocaError(problem)
+    wants, errors = [], []
+    for spec in specs:
+        try:
+            svc = want(spec, manifest_dir)
+        except DocaError as exc:
+            errors.append("configure DOCA service %s failed: %s" % (spec["name"], exc))
+            continue
+        try:
+            wants.append(read(svc) if read else svc)
+        except DocaError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise DocaError("; ".join(errors) + ("; nothing was written" if len(specs) > 1 else ""))
+    problem = shared_problem((svc["name"], [path for path, _content in svc["targets"]]) for svc in wants)
+    if problem:
+        raise DocaError(problem)
+    return wants
+
+
 def check_services(params):
     """The module's checks of ``services`` (its options, validated) before it reads anything: DocaError with its
     message, as the module fails."""
     if params["services"] is None:
         raise DocaError("configure DOCA service failed: the plan takes services, not name")
     if not params["services"]:
-        raise DocaError("configure DOCA services failed: services is empty; give at least one service (name and "
-                        "version, image or manifest, or state absent)")
-    problem = twice_problem(params["services"])
-    if problem:
-        raise DocaError(problem)
-    wants, errors = [], []
-    for spec in params["services"]:
-        try:
-            wants.append(want(spec, params["manifest_dir"]))
-        except DocaError as exc:
-            errors.append("configure DOCA service %s failed: %s" % (spec["name"], exc))
-    if errors:
-        raise DocaError("; ".join(errors) + ("; nothing was written" if len(params["services"]) > 1 else ""))
-    problem = shared_problem((svc["name"], [path for path, _content in svc["targets"]]) for svc in wants)
-    if problem:
-        raise DocaError(problem)
+        raise DocaError(NO_SERVICES)
+    want_all(params["services"], params["manifest_dir"])
