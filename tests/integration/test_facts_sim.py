@@ -23,6 +23,7 @@ from dpusim import linux_state, state
 
 # One task publishes both (bluefleet_gpu_info only where there are GPUs: the GPU hosts).
 CARD_TASK = GPU_TASK = "Publish the card and GPU facts as bluefleet_dpu_info and bluefleet_gpu_info"
+KEEP_TASK = "Keep the card facts, and the GPU facts on GPU hosts"
 
 
 def _plain(value):
@@ -98,6 +99,17 @@ def test_every_host_reports_facts_in_one_pass(fleet):
         per_device = collections.Counter((a[0], a[2]) for a in facts["cmd"] if "-d" in a)
         assert per_device and max(per_device.values()) == 1, (host, facts["cmd"])
         assert facts["tools_missing"] == [], host
+
+
+def test_the_reads_are_held_once_not_as_registered_results_too(fleet):
+    """Once kept as preflight_dpu_info / preflight_gpu_info, the registered results shrink to what later tasks read
+    (the section tools); every host's variables stay on the controller for the whole run."""
+    kept = _facts(fleet["run"], KEEP_TASK, "preflight_dpu_info")
+    registered = _facts(fleet["run"], KEEP_TASK, "__preflight_dpu_info")
+    assert sorted(registered) == sorted(kept) == ["sim01", "sim01-dpu", "sim02", "sim02-dpu"]
+    for host, value in registered.items():
+        assert value == {"tools": kept[host]["tools"]}, host
+    assert _facts(fleet["run"], KEEP_TASK, "__preflight_gpu_info") == dict.fromkeys(registered, {})
 
 
 def test_card_facts_equal_the_twin_state(fleet):

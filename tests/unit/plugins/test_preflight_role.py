@@ -52,7 +52,7 @@ def test_facts_phase_sets_both_facts_and_gpu_info_only_on_gpu_hosts():
     assert "bluefleet.dpu.dpu_info" in by_module and "when" not in by_module["bluefleet.dpu.dpu_info"]
     assert "gpu_hosts" in by_module["bluefleet.dpu.gpu_info"]["when"]
     (kept,) = [t["ansible.builtin.set_fact"] for t in tasks if "ansible.builtin.set_fact" in t]
-    assert list(kept) == ["preflight_dpu_info", "preflight_gpu_info"]
+    assert list(kept) == ["preflight_dpu_info", "preflight_gpu_info", "__preflight_dpu_info", "__preflight_gpu_info"]
     assert "gpu_hosts" in kept["preflight_gpu_info"] and kept["preflight_gpu_info"].rstrip().endswith("else omit }}")
 
 
