@@ -235,6 +235,9 @@ def profile(workers_path, twin, top=None):
     return {
         "ansible_playbook_cpu": round(main, 2),
         "workers_cpu": round(sum(r["self"] for r in workers), 2),
+        # of which template compilation (bench_workers: ansible-core compiles each template again in each worker)
+        "workers_template_compile_cpu": (round(sum(r["compile"] for r in workers), 2)
+                                         if workers and all(r.get("compile") is not None for r in workers) else None),
         "module_processes_cpu_excluding_twin": round(sum(k["module_cpu"] for k in kinds.values()), 2),
         "results": len(workers),
         "by_kind": {name: {"results": k["results"], "worker_cpu": round(k["worker_cpu"], 2),
@@ -371,9 +374,12 @@ def table(result):
         prof = (result["runs"].get(label) or {}).get("profile")
         if not prof:
             continue
-        lines.append("profile of the %s run (CPU s, twin excluded): ansible-playbook %.1f, workers %.1f, module "
-                     "processes %.1f; %d task results" % (label, prof["ansible_playbook_cpu"], prof["workers_cpu"],
-                                                         prof["module_processes_cpu_excluding_twin"], prof["results"]))
+        compile_cpu = prof.get("workers_template_compile_cpu")
+        lines.append("profile of the %s run (CPU s, twin excluded): ansible-playbook %.1f, workers %.1f%s, module "
+                     "processes %.1f; %d task results" % (
+                         label, prof["ansible_playbook_cpu"], prof["workers_cpu"],
+                         " (template compilation %.1f)" % compile_cpu if compile_cpu is not None else "",
+                         prof["module_processes_cpu_excluding_twin"], prof["results"]))
         for kind, k in sorted(prof["by_kind"].items()):
             lines.append("  %-22s %5d results, workers %7.1f, modules %7.1f" % (
                 kind, k["results"], k["worker_cpu"], k["module_cpu"]))

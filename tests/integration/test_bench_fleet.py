@@ -48,6 +48,8 @@ def test_fleet_bench_runs_at_four_pairs(tmp_path, collection_link):
         assert sum(kind["results"] for kind in prof["by_kind"].values()) == prof["results"] > 0
         assert prof["tasks"] and prof["tasks"][0]["worker_cpu"] + prof["tasks"][0]["module_cpu"] >= max(
             t["worker_cpu"] + t["module_cpu"] for t in prof["tasks"])
+        # the workers' template compilation is a part of their own CPU, and preflight's templates compile in them
+        assert 0 < prof["workers_template_compile_cpu"] < prof["workers_cpu"], prof
     assert list(floor["profile"]["by_kind"]) == ["with a module process"]
     assert floor["profile"]["results"] == 120
-    assert "profile of the first run" in proc.stdout
+    assert "profile of the first run" in proc.stdout and "(template compilation " in proc.stdout

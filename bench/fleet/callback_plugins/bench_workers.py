@@ -9,6 +9,11 @@ line: its host and task, its own CPU (the controller's share of that task) and i
 process and the twin tools it ran, which ``run.py`` subtracts: each twin tool logs the worker it ran under from
 ``BENCH_WORKER``). At the end of the run it writes ansible-playbook's own CPU (the strategy: variables, includes,
 results). Linear and free strategies only: under Mitogen the modules do not run in the workers' children.
+
+Each record also carries ``compile``: the worker's CPU in ansible-core's compilation of templates and expressions
+(``TemplateEngine._compile_template`` / ``_compile_expression``, ansible-core 2.19's private templating engine; the
+filter and test plugins a template names are loaded there too). ansible-core keeps no compiled template across
+workers, so each worker compiles every template it renders. ``null`` where that engine is not found.
 """
 
 from __future__ import annotations
@@ -45,6 +50,22 @@ def _cpu(who):
 
 
 _RUN = _worker.WorkerProcess._run
+_COMPILE = {"cpu": None}  # this process's CPU in template compilation (each worker starts from its own copy)
+
+try:
+    from ansible._internal._templating._engine import TemplateEngine as _Engine
+except ImportError:  # another ansible-core: no compile figure
+    _Engine = None
+
+
+def _timed(compile_method):
+    def timed(*args, **kwargs):
+        started = time.process_time()
+        try:
+            return compile_method(*args, **kwargs)
+        finally:
+            _COMPILE["cpu"] += time.process_time() - started
+    return timed
 
 
 def _profiled_run(self):
@@ -53,6 +74,8 @@ def _profiled_run(self):
     default), so a record written after the send could be lost (seen: 119 of 120 records). The module process has
     ended by then: the children's CPU is complete."""
     os.environ["BENCH_WORKER"] = str(os.getpid())  # inherited by the module process and the twin tools it runs
+    if _Engine is not None:
+        _COMPILE["cpu"] = 0.0
     started = time.time()
     written = []
 
@@ -61,7 +84,8 @@ def _profiled_run(self):
             written.append(True)
             _write({"worker": os.getpid(), "host": self._host.get_name(), "task": self._task.get_name(),
                     "action": self._task.action, "self": _cpu(resource.RUSAGE_SELF),
-                    "children": _cpu(resource.RUSAGE_CHILDREN), "start": started, "end": time.time()})
+                    "children": _cpu(resource.RUSAGE_CHILDREN), "compile": _COMPILE["cpu"], "start": started,
+                    "end": time.time()})
 
     send = self._final_q.send_task_result
 
@@ -85,6 +109,11 @@ class CallbackModule(CallbackBase):
     def __init__(self):
         super().__init__()
         _worker.WorkerProcess._run = _profiled_run  # before the strategy forks its first worker
+        if _Engine is not None and not getattr(_Engine._compile_template, "bench_timed", False):
+            for name in ("_compile_template", "_compile_expression"):
+                timed = _timed(getattr(_Engine, name))
+                timed.bench_timed = True
+                setattr(_Engine, name, timed)
 
     def v2_playbook_on_stats(self, stats):
         _write({"main_self": _cpu(resource.RUSAGE_SELF)})
