@@ -50,7 +50,9 @@ def _cpu(who):
 
 
 _RUN = _worker.WorkerProcess._run
-_COMPILE = {"cpu": None}  # this process's CPU in template compilation (each worker starts from its own copy)
+# This process's CPU in template compilation: ansible-playbook's own count is not reported; each worker sets its
+# copy to 0 when it starts.
+_COMPILE = {"cpu": 0.0}
 
 try:
     from ansible._internal._templating._engine import TemplateEngine as _Engine
@@ -74,8 +76,7 @@ def _profiled_run(self):
     default), so a record written after the send could be lost (seen: 119 of 120 records). The module process has
     ended by then: the children's CPU is complete."""
     os.environ["BENCH_WORKER"] = str(os.getpid())  # inherited by the module process and the twin tools it runs
-    if _Engine is not None:
-        _COMPILE["cpu"] = 0.0
+    _COMPILE["cpu"] = 0.0
     started = time.time()
     written = []
 
@@ -84,8 +85,8 @@ def _profiled_run(self):
             written.append(True)
             _write({"worker": os.getpid(), "host": self._host.get_name(), "task": self._task.get_name(),
                     "action": self._task.action, "self": _cpu(resource.RUSAGE_SELF),
-                    "children": _cpu(resource.RUSAGE_CHILDREN), "compile": _COMPILE["cpu"], "start": started,
-                    "end": time.time()})
+                    "children": _cpu(resource.RUSAGE_CHILDREN), "compile": _COMPILE["cpu"] if _Engine else None,
+                    "start": started, "end": time.time()})
 
     send = self._final_q.send_task_result
 
