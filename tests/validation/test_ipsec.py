@@ -137,11 +137,18 @@ def test_fabric_carries_only_esp(dpu, fleet):
     start = dpu.run(f"rm -f {pcap}; (timeout 25 tcpdump -l -nni {uplink} ip > {pcap} 2>/dev/null &) ; sleep 1")
     assert start.rc == 0, f"{dpu.name}: cannot start tcpdump on {uplink}: {start.stderr.strip()[-200:]}"
     ping = host.run(f"ping -c 5 -i 0.2 -W 2 {target}")
-    # iperf3 -D returns once it has daemonized, and the daemon binds its port after that: wait until it listens (up to
-    # 5 s), or on a busy machine the client meets "Connection refused" from a server that is still starting
-    listening = peer.run("pkill -x iperf3; iperf3 -s -1 -D; for i in $(seq 50); do "
-                         "ss -Hltn 'sport = :5201' | grep -q . && exit 0; sleep 0.1; done; exit 1")
-    assert listening.rc == 0, f"{peer_host}: iperf3 -s does not listen on port 5201 after 5 s; fix: iperf3 on the host"
+    # A server of an earlier run that got no client (-1 serves one) still holds port 5201: wait until the one pkill
+    # stops has let the port go (SIGKILL after 3 s), or the new server cannot bind and exits. iperf3 -D returns once
+    # it has daemonized, and the daemon binds its port after that: wait until it listens (up to 5 s), or on a busy
+    # machine the client meets "Connection refused" from a server that is still starting. Its log says why it did not.
+    log = "/tmp/bluefleet-iperf3-server.log"
+    listens = "ss -Hltn 'sport = :5201' | grep -q ."
+    listening = peer.run(f"pkill -x iperf3; for i in $(seq 50); do {listens} || break; "
+                         "[ $i -eq 30 ] && pkill -9 -x iperf3; sleep 0.1; done; "
+                         f"rm -f {log}; iperf3 -s -1 -D --logfile {log}; for i in $(seq 50); do "
+                         f"{listens} && exit 0; sleep 0.1; done; cat {log}; exit 1")
+    assert listening.rc == 0, (f"{peer_host}: iperf3 -s does not listen on port 5201 after 5 s "
+                               f"({(listening.stdout or listening.stderr).strip()[-300:]}); fix: iperf3 on the host")
     tcp = host.run(f"iperf3 -c {target} -t 2 -J")
     time.sleep(1)
     dpu.run("pkill -x tcpdump")
