@@ -22,26 +22,17 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 
-def check_services(params):
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
-    # every worker (one per task and host); only the called filter's code need be imported.
-    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain import _doca
-    from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
-
-    try:
-        _doca.check_services(params)
-    except _doca.DocaError as exc:
-        raise ToolError(str(exc)) from exc
-
-
 def doca_service_plan(read, services, manifest_dir, fs_root, changed_at=None, reset=False):
     """``{answered, in_state, why}`` and, when answered, ``changes`` and doca_service's check-mode result keys but
     ``diff`` (``changed``, ``changed_files``, ``services``, ``reset_required``) for the module's options ``services``,
     ``manifest_dir`` and ``fs_root`` on the DPU ``read`` describes; ``in_state``: answered, nothing to write and no
     pod to wait for."""
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection, in
+    # every worker (one per task and host); only the called filter's code need be imported.
     from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._doca import (
         MODULE_RULES,
         argument_spec,
+        check_services,
         plan_from_read,
     )
     from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._read_plan import answer_check

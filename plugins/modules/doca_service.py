@@ -314,14 +314,11 @@ def read_pod(runner, name, pod_name, allow_missing):
 
 
 def read_targets(root, svc):
-    """``svc`` (``_doca.want``) with what its files hold now and its plan of writes (read only); DocaError where a file
+    """``svc`` (``_doca.want``) with what its files hold now and its plan of writes (read only); ToolError where a file
     cannot be read."""
     before, after, plan = {}, {}, []
     for path, content in svc["targets"]:
-        try:
-            current = read_text(_doca.under(root, path))
-        except ToolError as exc:
-            raise _doca.DocaError(exc.msg) from exc
+        current = read_text(_doca.under(root, path))
         before[path] = current
         after[path] = content if svc["present"] else None
         if (svc["present"] and current != content) or (not svc["present"] and current is not None):
@@ -331,11 +328,8 @@ def read_targets(root, svc):
 
 def prepare_all(params, specs):
     """Every service validated and its files read before any is written: all the bad ones named in one failure
-    (``_doca.want_all``)."""
-    try:
-        return _doca.want_all(specs, params["manifest_dir"], read=functools.partial(read_targets, params["fs_root"]))
-    except _doca.DocaError as exc:
-        raise ToolError(str(exc)) from exc
+    (``_doca.want_all``; its DocaError is a ToolError)."""
+    return _doca.want_all(specs, params["manifest_dir"], read=functools.partial(read_targets, params["fs_root"]))
 
 
 def write_plan(root, svc):

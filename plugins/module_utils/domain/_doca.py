@@ -28,7 +28,8 @@ What ``doca_service`` (the module), ``dpu_info`` (section ``doca_services``: pre
   json`` and ``crictl ps -a -o json``; ``ready(pod, digest, present)``: whether the module would wait for it.
 - ``plan_from_read(read, params)``: the module's check-mode answer from a dpu_info read, or why it cannot be given.
 
-Pure: no I/O, no AnsibleModule. ``DocaError`` for bad input (the module fails before anything changes).
+Pure: no I/O, no AnsibleModule. ``DocaError`` (a ``_tooling.ToolError``) for bad input (the module fails before
+anything changes).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import os
 
 from ansible_collections.bluefleet.dpu.plugins.module_utils.parsers._parse_common import LazyPattern
 from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._argspec import fs_root_spec, timeout_spec
+from ansible_collections.bluefleet.dpu.plugins.module_utils.plumbing._tooling import ToolError
 
 try:
     import yaml
@@ -91,8 +93,9 @@ _VERSION_TAG = LazyPattern(r"^v?[0-9]+(?:\.[0-9]+)+(?:[-_.+][A-Za-z0-9.]+)*$")
 _FILE_NAME = LazyPattern(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
-class DocaError(ValueError):
-    """Bad input for a DOCA service: the message names the input and what to do."""
+class DocaError(ToolError):
+    """Bad input for a DOCA service: the message names the input and what to do. A ToolError, so that the module
+    fails with it and a ``*_plan`` filter (``_read_plan.answer_check``) reports it as the module's refusal."""
 
 
 def service(name):
@@ -526,7 +529,7 @@ NO_SERVICES = ("configure DOCA services failed: services is empty; give at least
 def want_all(specs, manifest_dir, read=None):
     """Every service of one run validated (``want``), and with ``read`` its files read, before any is written: the
     services' wants (``read``'s result for each, with ``read``), or DocaError with the module's message - a service
-    named twice; every service that fails its checks (or whose files ``read`` cannot read, DocaError) named in one
+    named twice; every service that fails its checks (or whose files ``read`` cannot read, ToolError) named in one
     failure; two services writing one file."""
     problem = twice_problem(specs)
     if problem:
@@ -540,8 +543,8 @@ def want_all(specs, manifest_dir, read=None):
             continue
         try:
             wants.append(read(svc) if read else svc)
-        except DocaError as exc:
-            errors.append(str(exc))
+        except ToolError as exc:
+            errors.append(exc.msg)
     if errors:
         raise DocaError("; ".join(errors) + ("; nothing was written" if len(specs) > 1 else ""))
     problem = shared_problem((svc["name"], [path for path, _content in svc["targets"]]) for svc in wants)
