@@ -16,6 +16,8 @@ COMPARE = ("Compare the RoCE settings and the boot-time files with preflight's r
 APPLY = "Apply the lossless RoCE settings on every RoCE netdev (runtime only, lost on reboot)"
 FILES = "Write the boot-time unit, its settings and the script that applies them"
 PUBLISH = "Publish the RoCE settings as bluefleet_roce"
+END = "End the role where preflight's read answered both checks and nothing differs"
+LATE_CHECK = "Check the role's inputs (meta/argument_specs.yml) where the play planned first"
 
 
 def ran(run, task):
@@ -56,17 +58,16 @@ def test_a_node_that_holds_everything_runs_no_module_and_one_break_brings_back_o
     assert ran(first, APPLY) == (HOSTS, HOSTS) and ran(first, FILES) == (HOSTS, HOSTS)
 
     # A no-op: the read answers both checks on both nodes; no roce_qos, files or systemd_service run, and the role
-    # ends after its plan: no later task of it, not even a skipped one. The facts the GPU plays read are published
-    # all the same, from the read, as the first run published them from the module's.
+    # ends after its plan: no later task of it, not even a skipped one, and no argument check before it (the play
+    # imports the role plan first; preflight checked its inputs in this run). The facts the GPU plays read are
+    # published all the same, from the read, as the first run published them from the module's.
     second = run_playbook("site.yml", inventory, *ARGS)
-    argspec = [t for t in passed(second, "roce_qos")["sim01"] if t.startswith("Validating arguments")]
-    assert passed(second, "roce_qos") == dict.fromkeys(HOSTS, argspec + [COMPARE]), passed(second, "roce_qos")
+    assert passed(second, "roce_qos") == dict.fromkeys(HOSTS, [COMPARE]), passed(second, "roce_qos")
     assert published(second) == published(first) and set(published(second)) == set(HOSTS)
     assert published(second)["sim01-dpu"]["bluefleet_roce"]["netdevs"] == ["p0", "p1"]
     assert not (second["stats"].get("changed") or {}), second["stdout"][-3000:]
     # opensm on this RoCE fabric: nothing to set, valid settings; the role ends before its first task.
-    opensm_argspec = [t for t in passed(second, "opensm")["sim01"] if t.startswith("Validating arguments")]
-    assert passed(second, "opensm") == dict.fromkeys(HOSTS, opensm_argspec)
+    assert passed(second, "opensm") == {}
 
     # One setting broken by hand on the DPU: roce_qos runs there alone and puts it back. Its change makes the read
     # stale on that node (bluefleet_changed_at), so the boot files are compared by the files module there: no change.
@@ -75,7 +76,9 @@ def test_a_node_that_holds_everything_runs_no_module_and_one_break_brings_back_o
     third = run_playbook("site.yml", inventory, *ARGS)
     assert ran(third, APPLY) == (["sim01-dpu"], ["sim01-dpu"]) and ran(third, FILES) == (["sim01-dpu"], [])
     assert trust(dpu, "p0") == "dscp"
-    assert passed(third, "roce_qos")["sim01"] == argspec + [COMPARE]
+    assert passed(third, "roce_qos")["sim01"] == [COMPARE]
+    # the node with something to do checks the role's inputs after the plan, before the module
+    assert passed(third, "roce_qos")["sim01-dpu"][:3] == [COMPARE, END, LATE_CHECK], passed(third, "roce_qos")
     assert published(third) == published(first)
 
     # One boot file changed by hand on the host: the files module runs there alone and writes it back.
@@ -85,7 +88,7 @@ def test_a_node_that_holds_everything_runs_no_module_and_one_break_brings_back_o
     fourth = run_playbook("site.yml", inventory, *ARGS)
     assert ran(fourth, FILES) == (["sim01"], ["sim01"]) and ran(fourth, APPLY) == ([], [])
     assert env_file.read_text() == before
-    assert passed(fourth, "roce_qos")["sim01-dpu"] == argspec + [COMPARE]
+    assert passed(fourth, "roce_qos")["sim01-dpu"] == [COMPARE]
 
     # A card reset in this run after the read (as the firmware stage or a driver restart says): the read no longer
     # answers, every node reads itself, and finds nothing to do.

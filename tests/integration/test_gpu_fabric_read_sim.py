@@ -51,12 +51,13 @@ def plans(run, task_prefix):
 
 
 def passed(run, role):
-    """Host -> the tasks of ``role`` it passed through (ran or skipped), in order, the argument check left out."""
+    """Host -> the tasks of ``role`` it passed through (ran or skipped), in order, the argument checks left out (the
+    one ansible-core prepends, and the role's own after its plan where the play planned first)."""
     out = {}
     for e in run["events"]:
         data = e.get("event_data", {})
         if e.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped") and data.get("role") == role \
-                and not data["task"].startswith("Validating arguments"):
+                and not data["task"].startswith(("Validating arguments", "Check the role's inputs")):
             out.setdefault(data["host"], []).append(data["task"])
     return out
 

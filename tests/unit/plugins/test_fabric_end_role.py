@@ -63,7 +63,8 @@ def test_the_gpu_host_role_ends_only_without_ats_and_with_the_topology_read():
 
 def test_opensm_ends_only_where_neither_part_applies_and_the_settings_pass_the_check():
     tasks = _tasks("opensm", "preflight.yml")
-    block, check = tasks
+    block, late_check, check = tasks  # late_check: the inputs where the play planned first (test_plan_first_roles)
+    assert "ansible.builtin.validate_argument_spec" in late_check
     (end,) = block["block"]
     assert end["ansible.builtin.meta"] == "end_role"
     assert end["when"] == check["ansible.builtin.assert"]["that"]  # the same list: the check would pass

@@ -57,7 +57,7 @@ def test_stage_wiring():
     assert play["hosts"] == "dpus" and play["tags"] == ["zero_trust"]
     offload = _load("playbooks", "offload.yml")
     assert offload[-1]["name"] == "DPU offload: firewall" and "firewall" in offload[-1]["tags"]
-    assert [r["role"] for r in offload[-1]["roles"]] == ["bluefleet.dpu.firewall"]
+    assert [t["ansible.builtin.import_role"]["name"] for t in offload[-1]["tasks"]] == ["bluefleet.dpu.firewall"]
 
 
 def test_zero_trust_plan_task_renders_the_plan_once_per_fact():
