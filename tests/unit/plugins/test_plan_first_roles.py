@@ -57,7 +57,7 @@ def _action(task):
     return next((k for k in task if "." in k and k.split(".")[0] in ("ansible", "bluefleet", "community")), None)
 
 
-PLAN_FIRST = sorted({task["ansible.builtin.import_role"]["name"].split(".")[-1] for _, _, task in _imports()})
+PLAN_FIRST = sorted({found[2]["ansible.builtin.import_role"]["name"].split(".")[-1] for found in _imports()})
 
 
 def test_every_stage_role_after_preflight_is_imported_plan_first():
@@ -65,7 +65,7 @@ def test_every_stage_role_after_preflight_is_imported_plan_first():
     for name, play in plays:
         assert "roles" not in play, (name, play["name"])  # roles: would check the inputs before the plans
     found = list(_imports())
-    assert len(found) == 11, [t["name"] for _, _, t in found]
+    assert len(found) == 11, [entry[2]["name"] for entry in found]
     for name, play, task in found:
         assert task["ansible.builtin.import_role"]["rolespec_validate"] is False, (name, play["name"])
         assert task["vars"] == {"__bluefleet_plan_first": True}, (name, play["name"])
