@@ -49,8 +49,8 @@ NIC_VERSION = "32.43.1014"
 DEVICE = "/dev/mst/mt41692_pciconf0"
 
 # (name, host, module, arguments, check mode) of the cases run with their own arguments (a module without a collection
-# is bluefleet.dpu's); "preflight" runs preflight's facts tasks on both hosts instead (its dpu_info on each and its
-# gpu_info on the GPU host). The floor: a module that imports ansible.module_utils.basic and does nothing (ping), what
+# is bluefleet.dpu's); "preflight" runs preflight's facts tasks on both hosts instead (its dpu_info on each, on the
+# GPU host with the GPUs read in the same run). The floor: a module that imports ansible.module_utils.basic and does nothing (ping), what
 # any module run costs; a case's CPU above it is what the collection's code costs.
 CASES = (
     ("floor: ansible.builtin.ping", DPU, "ansible.builtin.ping", {}, False),
@@ -64,8 +64,7 @@ CASES = (
       "changes": [{"kind": "nic_firmware", "name": "nic_firmware", "before": "32.41.1000", "after": NIC_VERSION}]},
      True),
 )
-PREFLIGHT = (("preflight: dpu_info (DPU)", DPU, "dpu_info"), ("preflight: dpu_info (GPU host)", HOST, "dpu_info"),
-             ("preflight: gpu_info", HOST, "gpu_info"))
+PREFLIGHT = (("preflight: dpu_info (DPU)", DPU, "dpu_info"), ("preflight: dpu_info (GPU host)", HOST, "dpu_info"))
 # The module runs of one upgrade of a node (playbooks/upgrade.yml with a NIC image: two reads, the burn and the reset;
 # the burn and the reset are measured in check mode, their reads and plans without the writes)
 UPGRADE = tuple(case[0] for case in CASES if case[0].startswith("upgrade: "))

@@ -118,6 +118,22 @@ options:
       it (M(bluefleet.dpu.doca_service)'s O(bluefleet.dpu.doca_service#module:manifest_dir)).
     type: path
     default: /etc/kubelet.d
+  gpu_filter:
+    description:
+      - On a GPU host, also read its GPUs in the same run, these sections of M(bluefleet.dpu.gpu_info) (its
+        O(bluefleet.dpu.gpu_info#module:filter)); returned as RV(gpu_info). One module run then answers for a GPU
+        host's cards and GPUs (preflight's read).
+      - Empty (the default) reads no GPU.
+    type: list
+    elements: str
+    choices: [gpus, topology, peermem, tool_versions, acs]
+    default: []
+  gpu_files_root:
+    description:
+      - The directory that stands for C(/) for the files the GPU sections read
+        (M(bluefleet.dpu.gpu_info)'s O(bluefleet.dpu.gpu_info#module:files_root)).
+      - Defaults to O(fs_root).
+    type: path
   timeout:
     description: Seconds each command may run before it is stopped and the task fails.
     type: int
@@ -350,6 +366,16 @@ cmd:
   returned: always
   type: list
   elements: list
+gpu_info:
+  description:
+    - The GPU read that O(gpu_filter) asked for, with the keys M(bluefleet.dpu.gpu_info) returns (its RETURN) but
+      C(changed) - C(filter), C(read_at), the sections, C(tools_missing) and C(cmd) (the GPU read's commands; RV(cmd)
+      lists the card read's).
+  returned: when O(gpu_filter) is not empty
+  type: dict
+  sample: {"filter": ["gpus", "peermem"], "read_at": 1796626152.7,
+           "gpus": {"available": true, "driver_version": "550.127.08", "cuda_version": "12.4", "devices": []},
+           "peermem": {"available": true, "loaded": true, "registered": true}, "tools_missing": [], "cmd": []}
 read_at:
   description: When the read began, in seconds since the epoch by the node's clock. A bluefleet module that changes
     the node later sets the fact C(bluefleet_changed_at) to a later time, which tells a play that this read no longer
@@ -442,6 +468,10 @@ SECTIONS = ("firmware", "nvconfig", "mode", "reset_levels", "eswitch", "privileg
 DEFAULT_SECTIONS = tuple(s for s in SECTIONS
                          if s not in ("reset_levels", "rdma_links", "tools", "roce", "files", "ipsec_offload",
                                       "doca_services"))
+
+# gpu_filter: gpu_info's sections (module_utils.domain._gpu_read.SECTIONS, imported only when the GPUs are read; a
+# unit test keeps the two equal).
+GPU_SECTIONS = ("gpus", "topology", "peermem", "tool_versions", "acs")
 
 # The RDMA device port the section roce reads (roce_qos's default port; the roce_qos role does not set another).
 ROCE_PORT = 1
@@ -917,6 +947,8 @@ def argument_spec():
         "files_root": {"type": "path", "default": "/"},
         "doca_manifest_dir": {"type": "path", "default": "/etc/kubelet.d"},
         "eswitch_ports": {"type": "bool", "default": False},
+        "gpu_filter": {"type": "list", "elements": "str", "choices": list(GPU_SECTIONS), "default": []},
+        "gpu_files_root": {"type": "path"},
         "side": side_spec(),
         "fs_root": fs_root_spec(),
         "timeout": timeout_spec(120),
@@ -944,7 +976,24 @@ def main():
         result = info.gather()
     except ToolError as exc:
         module.fail_json(msg=exc.msg, cmd_list=[list(a) for a in runner.cmd], **exc.details())
+    if params["gpu_filter"]:
+        result["gpu_info"] = read_gpus(module, params)
     module.exit_json(**result)
+
+
+def read_gpus(module, params):
+    """gpu_info's read (module_utils.domain._gpu_read) with a runner of its own, so that its ``cmd`` and
+    ``tools_missing`` are the GPU read's; imported only when asked for."""
+    from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._gpu_read import GpuInfo
+
+    runner = ToolRunner(timeout=params["timeout"])
+    reader = GpuInfo(runner, params["gpu_filter"], params["fs_root"], params["gpu_files_root"])
+    try:
+        gpus = reader.gather()
+    except ToolError as exc:
+        module.fail_json(msg="read the GPUs: %s" % exc.msg, cmd_list=[list(a) for a in runner.cmd], **exc.details())
+    gpus.pop("changed", None)
+    return gpus
 
 
 if __name__ == "__main__":

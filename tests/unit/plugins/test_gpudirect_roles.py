@@ -99,7 +99,8 @@ def test_preflight_reads_what_the_gpu_host_plays_manage_where_the_roles_keep_it(
     sections = pvars["__preflight_gpu_fabric_sections"]
     assert sections == "{{ ['peermem', 'acs'] if preflight_fabric_read | bool else [] }}"
     facts = yaml.safe_load((PREFLIGHT / "tasks" / "facts.yml").read_text(encoding="utf-8"))
-    (read,) = [t["bluefleet.dpu.gpu_info"] for t in facts if "bluefleet.dpu.gpu_info" in t]
-    assert read["files_root"] == "{{ gpu_host_fs_root | default(%s) }}" % gpu_host["gpu_host_fs_root"][3:-3]
-    assert "union(__preflight_gpu_fabric_sections)" in read["filter"]
+    # the GPUs are read in the card read's module run (dpu_info's gpu_filter / gpu_files_root)
+    (read,) = [t["bluefleet.dpu.dpu_info"] for t in facts if "bluefleet.dpu.dpu_info" in t]
+    assert read["gpu_files_root"] == "{{ gpu_host_fs_root | default(%s) }}" % gpu_host["gpu_host_fs_root"][3:-3]
+    assert "union(__preflight_gpu_fabric_sections)" in read["gpu_filter"]
     assert nccl["nccl_fs_root"] == gpu_host["gpu_host_fs_root"] == "{{ bluefleet_fs_root | default('/') }}"

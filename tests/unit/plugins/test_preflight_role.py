@@ -1,4 +1,4 @@
-"""roles/preflight: argument spec equals defaults; phases tagged; the facts phase calls both modules."""
+"""roles/preflight: argument spec equals defaults; phases tagged; the facts phase reads each node in one module run."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ def test_filter_choices_follow_the_modules():
     options = _load("meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
     assert options["preflight_dpu_info_filter"]["choices"] == list(dpu_info.SECTIONS)
     assert options["preflight_gpu_info_filter"]["choices"] == list(gpu_info.SECTIONS)
+    # dpu_info reads the GPUs with gpu_info's code (gpu_filter) and names its sections without importing it
+    assert list(dpu_info.GPU_SECTIONS) == list(gpu_info.SECTIONS)
+    assert dpu_info.argument_spec()["gpu_filter"]["choices"] == list(gpu_info.SECTIONS)
 
 
 def test_main_only_includes_tagged_phases():
@@ -46,14 +49,23 @@ def test_gate_stops_every_host():
     assert "ansible_play_hosts_all | difference(ansible_play_hosts)" in gate["ansible.builtin.assert"]["that"]
 
 
-def test_facts_phase_sets_both_facts_and_gpu_info_only_on_gpu_hosts():
+def test_facts_phase_reads_each_node_in_one_module_run_and_the_gpus_only_on_gpu_hosts():
     tasks = _load("tasks", "facts.yml")
-    by_module = {next(k for k in t if k.startswith(("bluefleet.", "ansible."))): t for t in tasks}
-    assert "bluefleet.dpu.dpu_info" in by_module and "when" not in by_module["bluefleet.dpu.dpu_info"]
-    assert "gpu_hosts" in by_module["bluefleet.dpu.gpu_info"]["when"]
+    modules = [k for t in tasks for k in t if k.startswith("bluefleet.")]
+    # one read per node: the GPUs come with the cards (gpu_filter), not from a gpu_info run of their own
+    assert modules == ["bluefleet.dpu.dpu_info"]
+    (read,) = [t for t in tasks if "bluefleet.dpu.dpu_info" in t]
+    assert "when" not in read
+    gpu_filter = read["bluefleet.dpu.dpu_info"]["gpu_filter"]
+    assert "preflight_gpu_info_filter" in gpu_filter and "groups['gpu_hosts']" in gpu_filter
+    assert gpu_filter.rstrip().endswith("else [] }}")
     (kept,) = [t["ansible.builtin.set_fact"] for t in tasks if "ansible.builtin.set_fact" in t]
-    assert list(kept) == ["preflight_dpu_info", "preflight_gpu_info", "__preflight_dpu_info", "__preflight_gpu_info"]
+    assert list(kept) == ["preflight_dpu_info", "preflight_gpu_info", "__preflight_dpu_info"]
+    assert "__preflight_dpu_info.gpu_info" in kept["preflight_gpu_info"]
     assert "gpu_hosts" in kept["preflight_gpu_info"] and kept["preflight_gpu_info"].rstrip().endswith("else omit }}")
+    # the GPU read is kept once, as preflight_gpu_info, not inside preflight_dpu_info too
+    keep = next(t for t in tasks if "ansible.builtin.set_fact" in t)
+    assert "gpu_info" in keep["vars"]["__preflight_result_keys"]
 
 
 def test_playbook_publishes_the_facts_under_the_collection_names():

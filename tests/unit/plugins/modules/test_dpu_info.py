@@ -573,3 +573,57 @@ def test_tool_versions_and_tools_ask_flint_for_its_version_once(run_module):
     assert runner.cmd.count(["flint", "--version"]) == 1
     assert result["tool_versions"]["flint"].startswith("flint, mft 4.30.1-8")
     assert result["tools"]["tools"]["mft"]["version"] == "4.30.1-8"
+
+
+def test_gpu_filter_reads_the_gpus_in_the_same_run_as_gpu_info_would(run_module, fake_runner, tmp_path):
+    """On a GPU host one module run reads the cards and the GPUs (preflight's read): the section gpu_info is what
+    gpu_info returns from the same tool outputs, the card read's cmd stays the card read's."""
+    # imported here: test_module_imports imports this file and counts the module_utils dpu_info's read imports
+    from ansible_collections.bluefleet.dpu.plugins.modules import gpu_info
+    from test_gpu_info import ARGV as GPU_ARGV
+    from test_gpu_info import answers as gpu_answers
+
+    misc = tmp_path / "dev" / "rshim0" / "misc"
+    misc.parent.mkdir(parents=True)
+    misc.write_text(fixture_text("rshim-misc", "bf3-misc-display-level-2-log"))
+    runner = fake_runner({**host_answers(), **gpu_answers()})
+    failed, result = run_module(dpu_info, {"fs_root": str(tmp_path), "gpu_filter": ["gpus", "topology", "peermem"]},
+                                runner)
+    assert not failed, result
+    card_argv = [a for a in runner.cmd if a not in GPU_ARGV]
+    assert runner.cmd == card_argv + GPU_ARGV  # the GPUs after the cards, each command once
+    assert result["cmd"] == card_argv
+    alone = fake_runner(gpu_answers())
+    failed, expected = run_module(gpu_info, {"fs_root": str(tmp_path), "filter": ["gpus", "topology", "peermem"]},
+                                  alone)
+    assert not failed, expected
+    got = dict(result["gpu_info"])
+    assert "changed" not in got
+    for key in ("cmd", "read_at", "changed"):
+        got.pop(key, None)
+        expected.pop(key, None)
+    assert got == expected
+    assert result["devices"][0]["part_number"] == "MBF2H516C-CECO_Ax"
+
+
+def test_no_gpu_filter_reads_no_gpu(run_module, fake_runner):
+    runner = fake_runner(dpu_answers())
+    failed, result = run_module(dpu_info, {}, runner)
+    assert not failed, result
+    assert "gpu_info" not in result and runner.cmd == DPU_ARGV
+
+
+def test_a_failed_gpu_read_fails_the_task_naming_the_gpus(run_module, fake_runner, tmp_path):
+    from test_gpu_info import answers as gpu_answers
+
+    answers = {**dpu_answers(), **gpu_answers()}
+    answers[("nvidia-smi",)] = (9, "", "NVIDIA-SMI has failed because it couldn't communicate with the driver\n")
+    failed, result = run_module(dpu_info, {"gpu_filter": ["gpus"], "fs_root": str(tmp_path)}, fake_runner(answers))
+    assert failed
+    assert result["msg"].startswith("read the GPUs: ") and "nvidia-smi" in result["msg"]
+    assert result["cmd_list"][-1] == ["nvidia-smi"]
+
+
+def test_gpu_filter_refuses_unknown_sections(run_module, fake_runner):
+    failed, result = run_module(dpu_info, {"gpu_filter": ["gpus", "fans"]}, fake_runner(dpu_answers()))
+    assert failed and "gpu_filter" in result["msg"] and "fans" in result["msg"]

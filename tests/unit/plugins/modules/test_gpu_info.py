@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from ansible_collections.bluefleet.dpu.plugins.module_utils.domain._gpu_read import closest_nics
 from ansible_collections.bluefleet.dpu.plugins.modules import gpu_info
 from fake_tools import fixture_text
 
@@ -153,10 +154,10 @@ def test_closest_nic_ranks_links_and_handles_no_nic():
             "matrix": {"GPU0": {"GPU1": "NV4", "NIC0": "SYS", "NIC1": "PHB"},
                        "GPU1": {"GPU0": "NV4", "NIC0": "PXB", "NIC1": "PXB"}},
             "nics": {"NIC0": "mlx5_0"}}
-    assert gpu_info.closest_nics(topo) == {
+    assert closest_nics(topo) == {
         "GPU0": {"nic": "NIC1", "device": None, "link": "PHB"},
         "GPU1": {"nic": "NIC0", "device": "mlx5_0", "link": "PXB"}}
-    assert gpu_info.closest_nics({"devices": ["GPU0"], "matrix": {"GPU0": {"GPU0": "X"}}, "nics": {}}) == {
+    assert closest_nics({"devices": ["GPU0"], "matrix": {"GPU0": {"GPU0": "X"}}, "nics": {}}) == {
         "GPU0": None}
 
 

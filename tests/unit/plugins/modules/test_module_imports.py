@@ -30,7 +30,8 @@ print(json.dumps(sorted(m.split(".module_utils.")[1] for m in sys.modules if ".p
 BASE = {
     "dpu_info": ["domain._cards", "parsers._mst", "parsers._parse_common", "parsers._tool_versions",
                  "plumbing._argspec", "plumbing._runner", "plumbing._tool_check", "plumbing._tooling"],
-    "gpu_info": ["parsers._parse_common", "plumbing._argspec", "plumbing._runner", "plumbing._tooling"],
+    "gpu_info": ["domain._gpu_read", "parsers._parse_common", "plumbing._argspec", "plumbing._runner",
+                 "plumbing._tooling"],
 }
 
 # dpu_info's read of a BlueField-3's Arm side (test_dpu_info's answers), the sections of the upgrade's first read
