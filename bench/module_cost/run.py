@@ -50,8 +50,8 @@ DEVICE = "/dev/mst/mt41692_pciconf0"
 
 # (name, host, module, arguments, check mode) of the cases run with their own arguments (a module without a collection
 # is bluefleet.dpu's); "preflight" runs preflight's facts tasks on both hosts instead (its dpu_info on each, on the
-# GPU host with the GPUs read in the same run). The floor: a module that imports ansible.module_utils.basic and does nothing (ping), what
-# any module run costs; a case's CPU above it is what the collection's code costs.
+# GPU host with the GPUs read in the same run). The floor: a module that imports ansible.module_utils.basic and does
+# nothing (ping), what any module run costs; a case's CPU above it is what the collection's code costs.
 CASES = (
     ("floor: ansible.builtin.ping", DPU, "ansible.builtin.ping", {}, False),
     ("upgrade: dpu_info read versions", DPU, "dpu_info",

@@ -35,3 +35,25 @@ def test_a_stage_alone_refuses_a_bad_input_in_the_role_check(tmp_path, collectio
     assert (first["role"], first["task"]) == (role, LATE_CHECK), (first["role"], first["task"], first["res"])
     assert variable in first["res"]["msg"], first["res"]["msg"]
     assert twin_snapshot(inventory, HOSTS) == before
+
+
+@pytest.mark.parametrize("extra, variable", [
+    ("preflight_timeout=soon", "preflight_timeout"),
+    ("preflight_check_pairing=maybe", "preflight_check_pairing"),
+    ("'{\"preflight_input_roles\": {\"firmware\": true}}'", "preflight_input_roles"),  # quoted: runner splits
+])
+def test_preflight_alone_checks_its_own_inputs_with_every_roles(tmp_path, collection_link, extra, variable):
+    """playbooks/preflight.yml turns ansible-core's argument check off: preflight's own inputs are checked in the one
+    validation of every role's inputs, first, before any task reads them (a non-bool preflight_check_pairing would
+    otherwise break the pairing check's condition), and the message names the role and the variable."""
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=1)
+    run = run_playbook("playbooks/preflight.yml", inventory, "-e", extra, check=False)
+    assert run["rc"] != 0, run["stdout"][-3000:]
+    failed = [e["event_data"] for e in run["events"] if e.get("event") == "runner_on_failed"]
+    assert failed, run["stdout"][-3000:]
+    assert {(e["host"], e["task"]) for e in failed} == {(h, "Every role's inputs are valid") for h in HOSTS}, \
+        [(e["host"], e["task"], e["res"].get("msg")) for e in failed]
+    for event in failed:
+        assert "preflight: " in event["res"]["msg"] and variable in event["res"]["msg"], event["res"]["msg"]
+    ran = {e["event_data"]["task"] for e in run["events"] if e.get("event") == "runner_on_ok"}
+    assert not any(task.startswith("Validating arguments") for task in ran), ran  # one check, not ansible-core's too

@@ -34,11 +34,15 @@ def test_filter_choices_follow_the_modules():
 
 def test_main_only_includes_tagged_phases():
     tasks = _load("tasks", "main.yml")
-    assert [t["ansible.builtin.import_tasks"] for t in tasks] == ["pairing.yml", "inputs.yml", "facts.yml",
+    # the inputs first: where the play turned ansible-core's check off, preflight's own are checked there, before any
+    # task reads them, under any --tags (always, as ansible-core's check)
+    assert [t["ansible.builtin.import_tasks"] for t in tasks] == ["inputs.yml", "pairing.yml", "facts.yml",
                                                                   "tools.yml", "gate.yml"]
     for task in tasks[:4]:
         assert set(task) == {"name", "ansible.builtin.import_tasks", "when", "tags"}
         assert "preflight" in task["tags"]
+    assert tasks[0]["tags"] == ["preflight", "inputs", "always"]
+    assert tasks[0]["when"] == "__preflight_checked_roles | length > 0"
     # the gate runs whatever the tags: one host's problem stops every host
     assert tasks[4]["tags"] == ["always"] and "when" not in tasks[4]
 
@@ -85,7 +89,8 @@ def test_no_two_roles_share_an_input_name():
     """inputs.yml validates every role's options as one spec: a name two roles shared would be checked against one of
     the two specs only."""
     owner = {}
-    for role in _load("defaults", "main.yml")["preflight_input_roles"]:
+    # preflight's own options join them where playbooks/preflight.yml turns ansible-core's check off
+    for role in ["preflight"] + _load("defaults", "main.yml")["preflight_input_roles"]:
         spec = yaml.safe_load((ROLE.parent / role / "meta" / "argument_specs.yml").read_text(encoding="utf-8"))
         for name in spec["argument_specs"]["main"]["options"]:
             assert name not in owner, "%s: in %s and %s" % (name, owner.get(name), role)
@@ -107,9 +112,22 @@ def test_inputs_error_path_is_included_with_the_phase_tags():
     check, include = _load("tasks", "inputs.yml")
     assert check["register"] == "__preflight_inputs_all"
     assert include["ansible.builtin.include_tasks"] == {"file": "inputs_failed.yml",
-                                                        "apply": {"tags": ["preflight", "inputs"]}}
+                                                        "apply": {"tags": ["preflight", "inputs", "always"]}}
     assert include["when"] == "__preflight_inputs_all.argument_errors | default([]) | length > 0"
     named, valid = _load("tasks", "inputs_failed.yml")
-    assert named["loop"] == "{{ preflight_input_roles }}"
+    assert named["loop"] == "{{ __preflight_checked_roles }}"
     assert valid["ansible.builtin.assert"]["that"][0] == \
         "__preflight_inputs_all.argument_errors | default([]) | length == 0"
+
+
+def test_preflight_checks_its_own_inputs_with_every_roles_where_the_play_asks():
+    """playbooks/preflight.yml imports the role with ansible-core's argument check off: the role's own options join
+    every other role's in the one validation of tasks/inputs.yml (no second argument check per host)."""
+    play = yaml.safe_load((ROLE.parents[1] / "playbooks" / "preflight.yml").read_text(encoding="utf-8"))[0]
+    assert "roles" not in play
+    (task,) = play["tasks"]
+    assert task["ansible.builtin.import_role"] == {"name": "bluefleet.dpu.preflight", "rolespec_validate": False}
+    assert task["vars"] == {"__bluefleet_plan_first": True}
+    checked = _load("vars", "main.yml")["__preflight_checked_roles"]
+    assert "['preflight'] if __bluefleet_plan_first | default(false) | bool else []" in checked
+    assert "{%- for role in __preflight_checked_roles -%}" in _load("vars", "main.yml")["__preflight_role_specs"]
