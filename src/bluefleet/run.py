@@ -35,24 +35,20 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 SUITE = "tests/validation"
 
 # The read-only play that gathers what the version matrix shows. Modules and options as documented in
-# plugins/modules/dpu_info.py and gpu_info.py; `ethtool -i` on the card's first netdev gives the host driver.
+# plugins/modules/dpu_info.py (on a GPU host the same run reads the GPUs: gpu_filter, gpu_info's sections); `ethtool -i`
+# on the card's first netdev gives the host driver.
 FACTS_PLAY = """---
 - name: Facts for the bluefleet report (read only)
   hosts: gpu_hosts:dpus
   gather_facts: false
   environment: "{{ bluefleet_environment | default({}) }}"
   tasks:
-    - name: Read the cards
+    - name: Read the cards, and the GPUs on GPU hosts
       bluefleet.dpu.dpu_info:
         filter: [firmware, dpu_os, tool_versions]
+        gpu_filter: "{{ ['gpus', 'peermem'] if 'gpu_hosts' in group_names else [] }}"
         fs_root: "{{ preflight_fs_root | default(bluefleet_fs_root | default('/')) }}"
       register: bluefleet_report_dpu_info
-      ignore_errors: true
-    - name: Read the GPUs
-      bluefleet.dpu.gpu_info:
-        filter: [gpus, peermem]
-        fs_root: "{{ preflight_fs_root | default(bluefleet_fs_root | default('/')) }}"
-      when: "'gpu_hosts' in group_names"
       ignore_errors: true
     - name: Read the driver of the card's first netdev
       ansible.builtin.command:
@@ -69,7 +65,7 @@ FACTS_PLAY = """---
       when: "'dpus' in group_names and bluefleet_bmc is defined"
       ignore_errors: true
 """
-FACT_TASKS = {"Read the cards": "dpu_info", "Read the GPUs": "gpu_info",
+FACT_TASKS = {"Read the cards, and the GPUs on GPU hosts": "dpu_info",
               "Read the driver of the card's first netdev": "ethtool_i", "Read the DPU's BMC over Redfish": "bmc_info"}
 
 
@@ -288,7 +284,10 @@ def gather_facts(root: Path, run_dir: Path, inventory: Path, env: dict, limit: s
             elif key == "ethtool_i":
                 facts[host][key] = res.get("stdout") if res.get("rc") == 0 else None
             else:
-                facts[host][key] = {k: v for k, v in res.items() if not k.startswith("_") and k != "invocation"}
+                kept = {k: v for k, v in res.items() if not k.startswith("_") and k not in ("invocation", "gpu_info")}
+                facts[host][key] = kept
+                if key == "dpu_info" and isinstance(res.get("gpu_info"), dict):
+                    facts[host]["gpu_info"] = res["gpu_info"]
         elif event.get("event") == "runner_on_unreachable" and host in facts:
             facts[host]["error"] = "unreachable"
         return True

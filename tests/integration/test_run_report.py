@@ -52,6 +52,10 @@ def test_preflight_run_ends_with_the_report_path(fleet, collection_link):
     versions = model["versions"]["rows"]
     assert versions["sim01-dpu"]["NIC firmware running"]["value"]
     assert versions["sim01"]["GPU driver"]["value"]
+    # one read per node: the GPU host's GPUs came in its card read's run, kept apart as gpu_info
+    facts = json.loads((first / "facts.json").read_text())
+    assert sorted(h for h in facts if "gpu_info" in facts[h]) == ["sim01"]
+    assert facts["sim01"]["gpu_info"]["gpus"]["devices"] and "gpu_info" not in facts["sim01"]["dpu_info"]
     assert model["run"]["exit_code"] == 0
 
 
