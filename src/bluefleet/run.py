@@ -284,9 +284,9 @@ def gather_facts(root: Path, run_dir: Path, inventory: Path, env: dict, limit: s
             elif key == "ethtool_i":
                 facts[host][key] = res.get("stdout") if res.get("rc") == 0 else None
             else:
-                kept = {k: v for k, v in res.items() if not k.startswith("_") and k not in ("invocation", "gpu_info")}
-                facts[host][key] = kept
-                if key == "dpu_info" and isinstance(res.get("gpu_info"), dict):
+                facts[host][key] = {k: v for k, v in res.items()
+                                    if not k.startswith("_") and k not in ("invocation", "gpu_info")}
+                if "gpu_info" in res:  # dpu_info's GPU read (gpu_filter), kept apart as gpu_info's result was
                     facts[host]["gpu_info"] = res["gpu_info"]
         elif event.get("event") == "runner_on_unreachable" and host in facts:
             facts[host]["error"] = "unreachable"
