@@ -112,7 +112,7 @@ molecule: venv
 	scripts/ensure-docker.sh
 	mkdir -p .cache && $(BIN)/bluefleet lab images --print-env > .cache/lab-images.env
 	. .cache/lab-images.env && \
-	  ANSIBLE_CALLBACK_PLUGINS=$(CURDIR)/tests/integration/callback_plugins ANSIBLE_CALLBACKS_ENABLED=ansiballz_cache,fork_gc \
+	  ANSIBLE_CALLBACK_PLUGINS=$(CURDIR)/tests/integration/callback_plugins ANSIBLE_CALLBACKS_ENABLED=bluefleet.dpu.preload,ansiballz_cache,fork_gc \
 	  BLUEFLEET_TEST_ANSIBALLZ_CACHE=$(CURDIR)/.cache/ansiballz $(BIN)/molecule test -s default
 
 clean:

@@ -28,6 +28,7 @@ Figures are ratios to the floor: wall / floor wall, (CPU - twin CPU) / floor CPU
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
 import os
 import platform
@@ -50,7 +51,10 @@ FLOOR_TASKS = 15
 
 # The front-end of one twin tool with CPU accounting: the same call as `dpusim env` writes (dpusim.cli), then one
 # line "<end time> <cpu seconds> <tool> <worker>" appended to $BENCH_TWIN_CPU_LOG (a single write, O_APPEND); <worker>
-# is the Ansible worker the tool ran under (--profile, callback_plugins/bench_workers.py) or "-".
+# is the Ansible worker the tool ran under (--profile, callback_plugins/bench_workers.py) or "-". The process then
+# ends at once (os._exit, after flushing its output): a Python interpreter's shutdown after the accounting (about 4 ms
+# a call here, unloading the twin's modules) would otherwise be CPU of nobody's log, counted as the controller's; a
+# native tool has no such shutdown. The twin writes its state inside the call (closed files, released locks).
 TOOL_TEMPLATE = """#!{python}
 # dpusim front-end for {name!r} with CPU accounting; written by bench/fleet/run.py.
 import os, resource, sys, time
@@ -67,11 +71,16 @@ def _account():
 try:
     {call}
 finally:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # a reader that went away: as the interpreter's own flush at exit, nothing more to say
+            pass
     _account()
-sys.exit(rc)
+os._exit(rc)
 """
-TOOL_CALL = "from dpusim.tool import run\n    rc = run({name!r}, sys.argv[1:])\n    sys.stdout.flush()"
-CLI_CALL = "from dpusim.cli import main\n    rc = main()\n    sys.stdout.flush()"
+TOOL_CALL = "from dpusim.tool import run\n    rc = run({name!r}, sys.argv[1:])"
+CLI_CALL = "from dpusim.cli import main\n    rc = main()"
 
 
 def parse_args(argv=None):
@@ -99,6 +108,15 @@ def parse_args(argv=None):
     if args.profile and args.strategy.startswith("mitogen_"):
         parser.error("--profile: under Mitogen the modules do not run in the workers' children; use linear or free")
     return args
+
+
+def configured_callbacks():
+    """The callbacks ansible.cfg enables (bluefleet.dpu.preload): ANSIBLE_CALLBACKS_ENABLED, which the bench sets for
+    its own, replaces that list, and the runs measured are the ones a user of this configuration makes."""
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(ROOT / "ansible.cfg")
+    listed = config.get("defaults", "callbacks_enabled", fallback="")
+    return [name.strip() for name in listed.split(",") if name.strip()]
 
 
 def strategy_env(strategy):
@@ -168,6 +186,17 @@ def read_twin_log(path):
     return rows
 
 
+def twin_speed(first, rerun):
+    """How much more CPU the re-run's machine took for the same work than the first run's, gauged by the twin's tools:
+    the re-run's calls of every tool both runs called, at the re-run's CPU per call against the first run's (> 1: the
+    re-run met a slower machine, e.g. another tenant's load). Per tool, so that the first run's heavier calls (burns,
+    installs) do not weigh in; None when the runs share no tool."""
+    common = [tool for tool in rerun if tool in first and first[tool][0] and rerun[tool][0]]
+    at_first = sum(rerun[tool][0] * first[tool][1] / first[tool][0] for tool in common)
+    at_rerun = sum(rerun[tool][1] for tool in common)
+    return at_rerun / at_first if at_first else None
+
+
 def run_one(label, playbook, inventory, work, env, extra_args):
     """Run one playbook; wall, CPU split into twin / rest, module runs per host and per stage."""
     events_path = work / ("events-%s.jsonl" % label)
@@ -191,9 +220,14 @@ def run_one(label, playbook, inventory, work, env, extra_args):
     for e in results:
         runs_per_host[e["host"]] = runs_per_host.get(e["host"], 0) + e["runs"]
     twin_cpu = sum(row[1] for row in twin)
+    by_tool = {}
+    for row in twin:
+        calls, tool_cpu = by_tool.get(row[2], (0, 0.0))
+        by_tool[row[2]] = (calls + 1, tool_cpu + row[1])
     out = {
         "rc": proc.returncode, "wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 2),
         "twin_cpu_seconds": round(twin_cpu, 2), "twin_tool_calls": len(twin),
+        "twin_by_tool": {tool: [calls, round(tool_cpu, 4)] for tool, (calls, tool_cpu) in sorted(by_tool.items())},
         "cpu_seconds_excluding_twin": round(cpu - twin_cpu, 2),
         "module_runs": sum(runs_per_host.values()), "module_runs_per_host": runs_per_host,
         "changed": sum(1 for e in results if e["changed"]),
@@ -292,7 +326,8 @@ def run_bench(args):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), DPUSIM_TIME_SCALE=repr(args.time_scale),
                ANSIBLE_FORKS=str(args.forks), ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"),
-               ANSIBLE_CALLBACKS_ENABLED="bench_count,bench_workers" if args.profile else "bench_count",
+               ANSIBLE_CALLBACKS_ENABLED=",".join(configured_callbacks() + ["bench_count"]
+                                                  + (["bench_workers"] if args.profile else [])),
                PATH="%s%s%s" % (BIN, os.pathsep, os.environ.get("PATH", "")))
     env.update(strategy_env(args.strategy))
     for name in ("BLUEFLEET_SIM_NODES", "BLUEFLEET_SIM_STATE"):
@@ -337,6 +372,10 @@ def run_bench(args):
         result["rerun_wall_vs_first"] = round(runs["rerun"]["wall_seconds"] / runs["first"]["wall_seconds"], 3)
         result["rerun_cpu_vs_first"] = round(runs["rerun"]["cpu_seconds_excluding_twin"]
                                              / runs["first"]["cpu_seconds_excluding_twin"], 3)
+        speed = twin_speed(runs["first"]["twin_by_tool"], runs["rerun"]["twin_by_tool"])
+        if speed:
+            result["rerun_machine_vs_first"] = round(speed, 3)
+            result["rerun_cpu_vs_first_same_machine"] = round(result["rerun_cpu_vs_first"] / speed, 3)
     result["rc"] = max(run["rc"] for run in runs.values())
     if not args.keep and result["rc"] == 0:
         subprocess.run(["rm", "-rf", str(work)], check=False)
@@ -389,6 +428,10 @@ def table(result):
     if "rerun_wall_vs_first" in result:
         lines.append("no-op re-run / first run: wall %.0f %%, CPU excluding twin %.0f %%" % (
             100 * result["rerun_wall_vs_first"], 100 * result["rerun_cpu_vs_first"]))
+        if "rerun_machine_vs_first" in result:
+            lines.append("the twin's tools took %.2fx the first run's CPU per call in the re-run (the machine's "
+                         "speed); at the first run's speed the re-run is %.0f %% of it" % (
+                             result["rerun_machine_vs_first"], 100 * result["rerun_cpu_vs_first_same_machine"]))
     return "\n".join(lines)
 
 

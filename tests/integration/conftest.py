@@ -55,11 +55,12 @@ def ansible_env() -> dict[str, str]:
     env.pop("BLUEFLEET_SIM_STATE", None)
     env.update(strategy_env(env.get("BLUEFLEET_TEST_STRATEGY", "")))
     # AnsiballZ payloads kept from one run to the next, keyed by their sources (callback_plugins/ansiballz_cache.py);
-    # the controller's objects frozen out of the cyclic collector before each task's forks (callback_plugins/fork_gc.py)
+    # the controller's objects frozen out of the cyclic collector before each task's forks (fork_gc.py);
+    # and the collection's bluefleet.dpu.preload, which ansible.cfg enables and this variable replaces
     env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
         p for p in (env.get("ANSIBLE_CALLBACK_PLUGINS"), str(Path(__file__).with_name("callback_plugins"))) if p)
     env["ANSIBLE_CALLBACKS_ENABLED"] = ",".join(
-        p for p in (env.get("ANSIBLE_CALLBACKS_ENABLED"), "ansiballz_cache", "fork_gc") if p)
+        p for p in (env.get("ANSIBLE_CALLBACKS_ENABLED"), "bluefleet.dpu.preload", "ansiballz_cache", "fork_gc") if p)
     env.setdefault("BLUEFLEET_TEST_ANSIBALLZ_CACHE", str(ROOT / ".cache" / "ansiballz"))
     return env
 

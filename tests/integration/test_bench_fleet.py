@@ -5,11 +5,12 @@ part of the run's CPU, never more)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 
-from conftest import ROOT, ansible_env
+from conftest import BIN, ROOT, ansible_env
 
 
 def test_fleet_bench_runs_at_four_pairs(tmp_path, collection_link):
@@ -33,6 +34,13 @@ def test_fleet_bench_runs_at_four_pairs(tmp_path, collection_link):
         assert 0 < run["twin_cpu_seconds"] < run["cpu_seconds"]
         assert abs(run["cpu_seconds_excluding_twin"] - (run["cpu_seconds"] - run["twin_cpu_seconds"])) < 0.02
         assert abs(run["cpu_vs_floor"] - run["cpu_seconds_excluding_twin"] / result["floor"]["cpu_seconds"]) < 0.01
+    for run in (first, rerun):  # the twin's CPU per tool, which gauges the machine's speed between the runs
+        by_tool = run["twin_by_tool"]
+        assert sum(calls for calls, _ in by_tool.values()) == run["twin_tool_calls"]
+        assert abs(sum(cpu for _, cpu in by_tool.values()) - run["twin_cpu_seconds"]) < 0.02
+    assert 0.2 < result["rerun_machine_vs_first"] < 5
+    assert abs(result["rerun_cpu_vs_first_same_machine"]
+               - result["rerun_cpu_vs_first"] / result["rerun_machine_vs_first"]) < 0.01
     assert [stage["stage"] for stage in first["stages"]] == ["preflight"]
     assert first["stages"][0]["module_runs"] == first["module_runs"]
     assert "no-op re-run / first run" in proc.stdout
@@ -53,3 +61,27 @@ def test_fleet_bench_runs_at_four_pairs(tmp_path, collection_link):
     assert list(floor["profile"]["by_kind"]) == ["with a module process"]
     assert floor["profile"]["results"] == 120
     assert "profile of the first run" in proc.stdout and "(template compilation " in proc.stdout
+
+
+def test_accounting_front_ends_answer_as_the_twin_does(tmp_path, collection_link):
+    """The bench's front-ends end their process right after logging their CPU (os._exit): what a tool prints and
+    its exit status are the twin's own, and every call is logged once."""
+    spec = importlib.util.spec_from_file_location("bench_fleet_run", ROOT / "bench" / "fleet" / "run.py")
+    fleet = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fleet)
+    env = ansible_env()
+    inventory = fleet.write_fleet(tmp_path, 1)
+    subprocess.run([str(BIN / "bluefleet"), "sim", "init", "-i", str(inventory)], env=env,
+                   check=True, capture_output=True, timeout=600)
+    root = inventory.parent / "state" / "sim01-dpu"
+    calls = [["ibdev2netdev"], ["mst", "status", "-v"], ["mlxconfig", "--bogus"]]
+    twin_env = dict(env, DPUSIM_ROOT=str(root), DPUSIM_TIME_SCALE="0.001")
+    direct = [subprocess.run([sys.executable, "-m", "dpusim.tool", *call], env=twin_env, capture_output=True,
+                             text=True, timeout=60, check=False, cwd=ROOT / "src") for call in calls]
+    assert fleet.account_front_ends(inventory.parent / "state") > 0
+    log = tmp_path / "twin.log"
+    fronted = [subprocess.run([str(root / "bin" / call[0]), *call[1:]], env=dict(twin_env, BENCH_TWIN_CPU_LOG=str(log)),
+                              capture_output=True, text=True, timeout=60, check=False) for call in calls]
+    assert [(p.returncode, p.stdout, p.stderr) for p in fronted] == [(p.returncode, p.stdout, p.stderr) for p in direct]
+    assert direct[0].stdout and direct[0].returncode == 0 and direct[2].returncode != 0
+    assert [line.split()[2] for line in log.read_text().splitlines()] == [call[0] for call in calls]
