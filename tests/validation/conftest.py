@@ -113,6 +113,8 @@ class Node:
     groups: list[str]
     vars: dict[str, Any]
     host: Any = field(repr=False)  # testinfra Host
+    # what read() ran on this host in this session, by command
+    reads: dict[str, Result] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def role(self) -> str:
@@ -151,11 +153,25 @@ class Node:
                 prefix = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " "
         started = time.monotonic()
         result = Result.of(command, self.host.run(prefix + command))
-        if _Evidence.current is not None:
-            _Evidence.current.append({"host": self.name, "command": command, "rc": result.rc,
-                                      "stdout": _truncate(result.stdout), "stderr": _truncate(result.stderr),
-                                      "seconds": round(time.monotonic() - started, 3)})
+        self._evidence(result, seconds=round(time.monotonic() - started, 3))
         return result
+
+    def read(self, command: str) -> Result:
+        """run() once per host, command and session, for a command that only looks (a tool's query, a file's
+        content): the checks that need the same read share it, and each check's evidence still shows it (marked
+        ``read_earlier``). A command that changes something, or whose answer a check waits for, goes to run()."""
+        result = self.reads.get(command)
+        if result is None:
+            result = self.reads[command] = self.run(command)
+        else:
+            self._evidence(result, seconds=0.0, read_earlier=True)
+        return result
+
+    def _evidence(self, result: Result, **extra: Any) -> None:
+        if _Evidence.current is not None:
+            _Evidence.current.append({"host": self.name, "command": result.command, "rc": result.rc,
+                                      "stdout": _truncate(result.stdout), "stderr": _truncate(result.stderr),
+                                      **extra})
 
 
 @dataclass

@@ -60,7 +60,7 @@ def _threshold(node) -> float:
 
 def _gpu_count(node) -> int:
     skip_if_declared_gpu_less(node)
-    res = node.run("nvidia-smi")
+    res = node.read("nvidia-smi")
     said = (res.stderr.strip() or res.stdout.strip())[-300:]
     assert res.rc == 0, (f"{node.name}: `nvidia-smi` failed (rc={res.rc}): {said}; the all-reduce needs the GPUs; "
                          "fix: install / load the NVIDIA driver, or declare the host GPU-less (bluefleet_gpus: 0)")
@@ -71,7 +71,7 @@ def _gpu_count(node) -> int:
 
 def _nccl_conf(node) -> dict[str, str]:
     path = files_path(node, "/etc/nccl.conf")
-    res = node.run("cat %s" % shlex.quote(path))
+    res = node.read("cat %s" % shlex.quote(path))
     assert res.rc == 0, f"{node.name}: {path} is missing, expected the NCCL settings; {FIX_NCCL}"
     out = {}
     for raw in res.stdout.splitlines():
@@ -92,18 +92,18 @@ def _hcas(conf: dict[str, str]) -> list[tuple[str, int]]:
 
 
 def _peermem(node) -> list[str]:
-    lsmod = node.run("lsmod")
+    lsmod = node.read("lsmod")
     loaded = lsmod.rc == 0 and "nvidia_peermem" in parse_lsmod(lsmod.stdout)["modules"]
     sysfs = card_path(node, "/sys/kernel/mm/memory_peers/nv_mem/version")
     if not loaded:
         return [f"GPUDirect RDMA: nvidia_peermem is not loaded (NCCL stages through host memory); {FIX_PEERMEM}"]
-    if node.run("cat %s" % shlex.quote(sysfs)).rc != 0:
+    if node.read("cat %s" % shlex.quote(sysfs)).rc != 0:
         return [f"GPUDirect RDMA: nvidia_peermem is loaded but not registered ({sysfs} missing); {FIX_PEERMEM}"]
     return []
 
 
 def _acs(node) -> list[str]:
-    res = node.run("lspci -D -vvv")
+    res = node.read("lspci -D -vvv")
     if res.rc != 0:
         return [f"PCIe ACS: lspci -D -vvv failed ({res.stderr.strip()[-200:]}), ACS not read"]
     on = {d["slot"]: "%04x" % d["acs"]["ctl_word"] for d in parse_lspci(res.stdout)["devices"]
@@ -116,7 +116,7 @@ def _gid_and_pfc(node, conf: dict[str, str]) -> list[str]:
     index = conf.get("NCCL_IB_GID_INDEX", "")
     tc = int(conf["NCCL_IB_TC"]) if conf.get("NCCL_IB_TC", "").isdigit() else 0
     for dev, port in _hcas(conf):
-        res = node.run(f"show_gids {shlex.quote(dev)} {port}")
+        res = node.read(f"show_gids {shlex.quote(dev)} {port}")
         gids = [g for g in parse_show_gids(res.stdout)["gids"] if g["dev"] == dev and g["port"] == port] \
             if res.rc == 0 else []
         entry = next((g for g in gids if index.isdigit() and g["index"] == int(index)), None)
@@ -127,7 +127,7 @@ def _gid_and_pfc(node, conf: dict[str, str]) -> list[str]:
         netdev = next((g["netdev"] for g in gids if g.get("netdev")), None)
         if netdev is None:
             continue
-        qos_res = node.run(f"mlnx_qos -i {shlex.quote(netdev)}")
+        qos_res = node.read(f"mlnx_qos -i {shlex.quote(netdev)}")
         if qos_res.rc != 0:
             out.append(f"PFC: mlnx_qos -i {netdev} failed ({qos_res.stderr.strip()[-200:]}), PFC not read")
             continue
@@ -145,7 +145,7 @@ def _affinity(node, conf: dict[str, str]) -> list[str]:
     level = (conf.get("NCCL_NET_GDR_LEVEL") or "PXB").upper()
     if level not in GDR_LEVELS:
         return [f"NIC-GPU affinity: NCCL_NET_GDR_LEVEL {level} is not one of {', '.join(GDR_LEVELS)}; {FIX_NCCL}"]
-    res = node.run("nvidia-smi topo -m")
+    res = node.read("nvidia-smi topo -m")
     if res.rc != 0:
         return [f"NIC-GPU affinity: nvidia-smi topo -m failed ({res.stdout.strip()[-200:]}), affinity not read"]
     topo = parse_topo(res.stdout)

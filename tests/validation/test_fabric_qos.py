@@ -48,7 +48,7 @@ def _sysfs(node) -> str:
 
 
 def _ok(node, cmd: str, what: str) -> str:
-    res = node.run(cmd)
+    res = node.read(cmd)
     assert res.rc == 0, (f"{node.name}: `{cmd}` failed (rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; "
                          f"cannot read {what}. Fix: install mlnx-tools / rdma-core (the twin: `dpusim env`)")
     return res.stdout

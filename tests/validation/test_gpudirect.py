@@ -36,7 +36,7 @@ def _require_gpus(node) -> None:
     Otherwise nvidia-smi must list the GPUs: a driver that does not answer (rc 9 "couldn't communicate with the
     NVIDIA driver") or no GPU found fails the check with the tool's own words, never passes it."""
     skip_if_declared_gpu_less(node)
-    res = node.run("nvidia-smi")
+    res = node.read("nvidia-smi")
     said = (res.stderr.strip() or res.stdout.strip())[-300:]
     assert res.rc == 0 and "No devices were found" not in res.stdout + res.stderr, (
         f"{node.name}: `nvidia-smi` failed (rc={res.rc}): {said}; a host of gpu_hosts needs its NVIDIA driver "
@@ -45,7 +45,7 @@ def _require_gpus(node) -> None:
 
 
 def _read(node, path: str):
-    res = node.run("cat %s" % shlex.quote(files_path(node, path)))
+    res = node.read("cat %s" % shlex.quote(files_path(node, path)))
     return res.stdout if res.rc == 0 else None
 
 
@@ -81,12 +81,12 @@ def _hcas(node, conf: dict[str, str]) -> list[tuple[str, int]]:
 
 def test_peermem_loaded_and_registered(gpu_host):
     _require_gpus(gpu_host)
-    lsmod = gpu_host.run("lsmod")
+    lsmod = gpu_host.read("lsmod")
     assert lsmod.rc == 0, f"{gpu_host.name}: lsmod failed: {lsmod.stderr}"
     loaded = any(line.split()[:1] == ["nvidia_peermem"] for line in lsmod.stdout.splitlines())
     assert loaded, f"{gpu_host.name}: nvidia_peermem is not loaded, expected loaded; {FIX_PEERMEM}"
     sysfs = card_path(gpu_host, "/sys/kernel/mm/memory_peers/nv_mem/version")
-    registered = gpu_host.run("cat %s" % shlex.quote(sysfs)).rc == 0
+    registered = gpu_host.read("cat %s" % shlex.quote(sysfs)).rc == 0
     assert registered, (
         f"{gpu_host.name}: nvidia_peermem is loaded but {sysfs} "
         f"is missing (NCCL says 'GPU Direct RDMA Disabled'), expected registered; rebuild the NVIDIA driver against "
@@ -104,7 +104,7 @@ def test_peermem_loaded_at_boot(gpu_host):
 
 def test_acs_off_on_the_bridges(gpu_host):
     _require_gpus(gpu_host)
-    res = gpu_host.run("lspci -D -vvv")
+    res = gpu_host.read("lspci -D -vvv")
     assert res.rc == 0, f"{gpu_host.name}: lspci -D -vvv failed: {res.stderr}"
     bridges = [d for d in parse_lspci(res.stdout)["devices"]
                if d["class"] == "PCI bridge" and d.get("acs") and d["acs"].get("ctl_word") is not None]
@@ -124,7 +124,7 @@ def test_nccl_tc_matches_the_nic_tos(gpu_host):
         f"{gpu_host.name}: NCCL_IB_TC is {conf.get('NCCL_IB_TC')!r}, expected DSCP << 2; {FIX_NCCL}"
     tc = int(conf["NCCL_IB_TC"])
     for dev, port in _hcas(gpu_host, conf):
-        res = gpu_host.run(f"cma_roce_tos -d {shlex.quote(dev)} -p {port}")
+        res = gpu_host.read(f"cma_roce_tos -d {shlex.quote(dev)} -p {port}")
         assert res.rc == 0 and res.stdout.strip().isdigit(), \
             f"{gpu_host.name}: cma_roce_tos -d {dev} -p {port} failed ({res.stdout}{res.stderr}); {FIX_NCCL}"
         tos = int(res.stdout.strip())
@@ -138,7 +138,7 @@ def test_nccl_gid_index_is_a_roce_v2_gid(gpu_host):
     index = conf.get("NCCL_IB_GID_INDEX", "")
     assert index.isdigit(), f"{gpu_host.name}: NCCL_IB_GID_INDEX is {index!r}, expected a GID index; {FIX_NCCL}"
     for dev, port in _hcas(gpu_host, conf):
-        res = gpu_host.run(f"show_gids {shlex.quote(dev)} {port}")
+        res = gpu_host.read(f"show_gids {shlex.quote(dev)} {port}")
         assert res.rc == 0, f"{gpu_host.name}: show_gids {dev} {port} failed: {res.stderr}; {FIX_NCCL}"
         gids = [g for g in parse_show_gids(res.stdout)["gids"] if g["dev"] == dev and g["port"] == port]
         assert gids, f"{gpu_host.name}: NCCL_IB_HCA names {dev}, which has no GID (not a RoCE NIC here); {FIX_NCCL}"

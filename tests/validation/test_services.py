@@ -35,7 +35,7 @@ def _wanted(dpu):
 
 
 def _json(dpu, command, parser):
-    res = dpu.run(command)
+    res = dpu.read(command)
     assert res.rc == 0, (f"{dpu.name}: `{command}` failed (rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; "
                          "fix: the DPU's kubelet/containerd (BlueField OS) must run")
     return parser(res.stdout)

@@ -37,7 +37,7 @@ def fs_root(node) -> str:
 
 
 def _ok(node, cmd: str, what: str) -> str:
-    res = node.run(cmd)
+    res = node.read(cmd)
     assert res.rc == 0, (f"{node.name}: `{cmd}` failed (rc={res.rc}): {(res.stderr or res.stdout).strip()[-300:]}; "
                          f"cannot read {what}. Fix: install iproute2 devlink (the twin: `dpusim env`)")
     return res.stdout

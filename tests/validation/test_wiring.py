@@ -49,7 +49,7 @@ def _link(node, name: str) -> dict | None:
 
 
 def _mst_devices(node) -> list[tuple[str, str]]:
-    res = node.run("mst status -v")
+    res = node.read("mst status -v")
     assert res.rc == 0, (f"{node.name}: `mst status -v` failed (rc={res.rc}): {_tail(res)}. Fix: install MFT/mstflint "
                          "and run `mst start` (the twin: `dpusim env` and `dpusim init` in this host's root)")
     return [(m["type"], m["dev"]) for m in _MST_ROW.finditer(res.stdout)]
@@ -57,7 +57,7 @@ def _mst_devices(node) -> list[tuple[str, str]]:
 
 def _flint_query(node, dev: str) -> dict[str, str]:
     """`flint -d DEV q` as key -> value (layout: corpus flint/*.txt); continuation lines are ignored."""
-    res = node.run(f"flint -d {dev} q")
+    res = node.read(f"flint -d {dev} q")
     assert res.rc == 0, f"{node.name}: `flint -d {dev} q` failed (rc={res.rc}): {_tail(res)}"
     fields = {}
     for line in res.stdout.splitlines():

@@ -24,12 +24,12 @@ def _tail(res) -> str:
 
 
 def _privhost(dpu) -> dict[str, str]:
-    res = dpu.run("mst status -v")
+    res = dpu.read("mst status -v")
     assert res.rc == 0, (f"{dpu.name}: `mst status -v` failed (rc={res.rc}): {_tail(res)}; fix: install MFT and "
                          "run `mst start`")
     devices = _MST_ROW.findall(res.stdout)
     assert devices, f"{dpu.name}: `mst status -v` lists no device; fix: load the driver and run `mst start`"
-    res = dpu.run(f"mlxprivhost -d {devices[0]} q")
+    res = dpu.read(f"mlxprivhost -d {devices[0]} q")
     assert res.rc == 0, f"{dpu.name}: `mlxprivhost -d {devices[0]} q` failed (rc={res.rc}): {_tail(res)}"
     fields = {}
     for line in res.stdout.splitlines():
@@ -61,7 +61,7 @@ def test_port_function_flags_are_stored(dpu):
 
 
 def test_secure_boot_lifecycle(dpu):
-    res = dpu.run("mlxbf-bootctl")
+    res = dpu.read("mlxbf-bootctl")
     assert res.rc == 0, (f"{dpu.name}: `mlxbf-bootctl` failed (rc={res.rc}): {_tail(res)}; fix: run the check on the "
                          "BlueField Arm OS")
     states = [line.partition(":")[2].strip() for line in res.stdout.splitlines()
