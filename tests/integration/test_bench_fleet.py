@@ -36,8 +36,8 @@ def test_fleet_bench_runs_at_four_pairs(tmp_path, collection_link):
         assert abs(run["cpu_vs_floor"] - run["cpu_seconds_excluding_twin"] / result["floor"]["cpu_seconds"]) < 0.01
     for run in (first, rerun):  # the twin's CPU per tool, which gauges the machine's speed between the runs
         by_tool = run["twin_by_tool"]
-        assert sum(calls for calls, _ in by_tool.values()) == run["twin_tool_calls"]
-        assert abs(sum(cpu for _, cpu in by_tool.values()) - run["twin_cpu_seconds"]) < 0.02
+        assert sum(entry[0] for entry in by_tool.values()) == run["twin_tool_calls"]
+        assert abs(sum(entry[1] for entry in by_tool.values()) - run["twin_cpu_seconds"]) < 0.02
     assert 0.2 < result["rerun_machine_vs_first"] < 5
     assert abs(result["rerun_cpu_vs_first_same_machine"]
                - result["rerun_cpu_vs_first"] / result["rerun_machine_vs_first"]) < 0.01
