@@ -191,7 +191,7 @@ def twin_speed(first, rerun):
     the re-run's calls of every tool both runs called, at the re-run's CPU per call against the first run's (> 1: the
     re-run met a slower machine, e.g. another tenant's load). Per tool, so that the first run's heavier calls (burns,
     installs) do not weigh in; None when the runs share no tool."""
-    common = [tool for tool in rerun if tool in first and first[tool][0] and rerun[tool][0]]
+    common = [tool for tool in rerun if tool in first]  # a tool listed was called at least once
     at_first = sum(rerun[tool][0] * first[tool][1] / first[tool][0] for tool in common)
     at_rerun = sum(rerun[tool][1] for tool in common)
     return at_rerun / at_first if at_first else None
@@ -220,14 +220,15 @@ def run_one(label, playbook, inventory, work, env, extra_args):
     for e in results:
         runs_per_host[e["host"]] = runs_per_host.get(e["host"], 0) + e["runs"]
     twin_cpu = sum(row[1] for row in twin)
-    by_tool = {}
-    for row in twin:
-        calls, tool_cpu = by_tool.get(row[2], (0, 0.0))
-        by_tool[row[2]] = (calls + 1, tool_cpu + row[1])
+    by_tool = {}  # tool: [calls, CPU seconds]
+    for _end, tool_cpu, tool, _worker in twin:
+        tally = by_tool.setdefault(tool, [0, 0.0])
+        tally[0] += 1
+        tally[1] += tool_cpu
     out = {
         "rc": proc.returncode, "wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 2),
         "twin_cpu_seconds": round(twin_cpu, 2), "twin_tool_calls": len(twin),
-        "twin_by_tool": {tool: [calls, round(tool_cpu, 4)] for tool, (calls, tool_cpu) in sorted(by_tool.items())},
+        "twin_by_tool": {tool: [calls, round(cpu, 4)] for tool, (calls, cpu) in sorted(by_tool.items())},
         "cpu_seconds_excluding_twin": round(cpu - twin_cpu, 2),
         "module_runs": sum(runs_per_host.values()), "module_runs_per_host": runs_per_host,
         "changed": sum(1 for e in results if e["changed"]),

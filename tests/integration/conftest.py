@@ -121,6 +121,36 @@ def run_playbook(playbook: str, inventory: Path, *extra: str, check: bool = True
     return out
 
 
+# The playbook of worker_probe: one task runs the probe action in a worker, the next prints what it answered.
+_PROBE_PLAYBOOK = """- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - worker_probe:
+      register: seen
+    - ansible.builtin.debug:
+        msg: "PROBE=[{{ seen.probe }}]"
+"""
+
+
+def worker_probe(tmp_path: Path, env: dict, answer: str, imports: str = "") -> str:
+    """What a task's worker, forked from ansible-playbook, finds before it renders anything: an action plugin
+    (``worker_probe``, no arguments, no condition) returns the Python expression ``answer`` as a string, after
+    ``imports``; the text comes back from the playbook's output."""
+    (tmp_path / "action_plugins").mkdir(exist_ok=True)
+    (tmp_path / "action_plugins" / "worker_probe.py").write_text(
+        "from __future__ import annotations\n%s\nfrom ansible.plugins.action import ActionBase\n\n\n"
+        "class ActionModule(ActionBase):\n    def run(self, tmp=None, task_vars=None):\n"
+        "        return {\"changed\": False, \"probe\": str(%s)}\n" % (imports, answer))
+    (tmp_path / "probe.yml").write_text(_PROBE_PLAYBOOK)
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(tmp_path / "probe.yml")],
+                          env=dict(env, ANSIBLE_ACTION_PLUGINS=str(tmp_path / "action_plugins")), cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (line,) = [x for x in proc.stdout.splitlines() if "PROBE=[" in x]
+    return line.split("PROBE=[", 1)[1].rsplit("]", 1)[0]
+
+
 def changed_count(run: dict) -> int:
     return sum((run["stats"].get("changed") or {}).values())
 
