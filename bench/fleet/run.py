@@ -19,10 +19,13 @@ module runs per host (task results on a target that were not skipped, one per lo
 actions such as ``set_fact`` / ``assert`` do not count) and marks the play boundaries, from which each stage of
 site.yml gets its own wall time, CPU and module runs.
 
-Figures are ratios to the floor: wall / floor wall, (CPU - twin CPU) / floor CPU. Prints a table, writes JSON
+Figures are ratios to the floor: wall / floor wall, (CPU - twin CPU) / floor CPU. ``--repeat K`` runs steps 2 and 3
+K times, each pair on a fresh fleet, and reports each pair's no-op re-run / first run and their median: on a shared
+machine one pair's ratio moves by a few points between runs of the same code. Prints a table, writes JSON
 (``--json``). Usage:
     .venv/bin/python bench/fleet/run.py --nodes 50 --json /tmp/fleet.json
     .venv/bin/python bench/fleet/run.py --nodes 4 --strategy mitogen_linear
+    .venv/bin/python bench/fleet/run.py --nodes 20 --floor-runs 1 --repeat 5
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -99,12 +103,17 @@ def parse_args(argv=None):
                         help="extra vars for the playbook (repeatable), e.g. bluefleet_validate=false")
     parser.add_argument("--json", type=Path, help="write the result here (default: print only)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary fleet directory")
+    parser.add_argument("--repeat", type=int, default=1, metavar="K",
+                        help="the first run and the no-op re-run K times, each pair on a fresh fleet, and the median "
+                             "of their ratios (default 1): the machine moves the ratio of one pair by a few points")
     parser.add_argument("--profile", action="store_true",
                         help="split the CPU per task: ansible-playbook's own, each worker's, each module's (twin "
                              "tools excluded); linear and free strategies only")
     args = parser.parse_args(argv)
-    if args.nodes < 1 or args.forks < 1 or args.time_scale < 0:
-        parser.error("--nodes and --forks must be >= 1 and --time-scale >= 0")
+    if args.nodes < 1 or args.forks < 1 or args.time_scale < 0 or args.repeat < 1:
+        parser.error("--nodes, --forks and --repeat must be >= 1 and --time-scale >= 0")
+    if args.repeat > 1 and args.no_rerun:
+        parser.error("--repeat: each repeat is a first run and its no-op re-run; leave out --no-rerun")
     if args.profile and args.strategy.startswith("mitogen_"):
         parser.error("--profile: under Mitogen the modules do not run in the workers' children; use linear or free")
     return args
@@ -195,6 +204,48 @@ def twin_speed(first, rerun):
     at_first = sum(rerun[tool][0] * first[tool][1] / first[tool][0] for tool in common)
     at_rerun = sum(rerun[tool][1] for tool in common)
     return at_rerun / at_first if at_first else None
+
+
+def ratios(first, rerun):
+    """The no-op re-run against its first run: wall, CPU excluding the twin, and that CPU at the first run's machine
+    speed (twin_speed) where the runs share a twin tool."""
+    out = {"rerun_wall_vs_first": round(rerun["wall_seconds"] / first["wall_seconds"], 3),
+           "rerun_cpu_vs_first": round(rerun["cpu_seconds_excluding_twin"] / first["cpu_seconds_excluding_twin"], 3)}
+    speed = twin_speed(first["twin_by_tool"], rerun["twin_by_tool"])
+    if speed:
+        out["rerun_machine_vs_first"] = round(speed, 3)
+        out["rerun_cpu_vs_first_same_machine"] = round(out["rerun_cpu_vs_first"] / speed, 3)
+    return out
+
+
+REPEAT_FIGURES = ("rc", "wall_seconds", "cpu_seconds", "twin_cpu_seconds", "twin_tool_calls",
+                  "cpu_seconds_excluding_twin", "module_runs", "changed", "loadavg_before")
+REPEAT_PROFILE = ("ansible_playbook_cpu", "workers_cpu", "workers_template_compile_cpu",
+                  "module_processes_cpu_excluding_twin")
+
+
+def repeat_summary(first, rerun):
+    """One repeat's pair in short: each run's totals (and the profile's, with --profile) and the ratios."""
+    out = {}
+    for label, run in (("first", first), ("rerun", rerun)):
+        out[label] = {key: run[key] for key in REPEAT_FIGURES}
+        if "profile" in run:
+            out[label]["profile"] = {key: run["profile"][key] for key in REPEAT_PROFILE}
+        if "output_tail" in run:
+            out[label]["output_tail"] = run["output_tail"]
+    if first["wall_seconds"] and first["cpu_seconds_excluding_twin"]:
+        out.update(ratios(first, rerun))
+    return out
+
+
+def medians(repeats):
+    """The median of each ratio over the repeats that have it."""
+    out = {}
+    for key in ("rerun_wall_vs_first", "rerun_cpu_vs_first", "rerun_cpu_vs_first_same_machine"):
+        values = [repeat[key] for repeat in repeats if key in repeat]
+        if values:
+            out[key] = round(statistics.median(values), 3)
+    return out
 
 
 def run_one(label, playbook, inventory, work, env, extra_args):
@@ -320,9 +371,17 @@ def stages(events, twin, start, end):
     return out
 
 
+def fresh_fleet(work, nodes, env):
+    """A sim fleet in its factory state under ``work`` with the accounting front-ends: (inventory, front-ends)."""
+    inventory = write_fleet(work, nodes)
+    # the twin roots first, outside the measurement (an inventory read creates nothing: `bluefleet sim init`)
+    subprocess.run([str(BIN / "bluefleet"), "sim", "init", "-i", str(inventory)], env=env, check=True,
+                   capture_output=True, timeout=1800)
+    return inventory, account_front_ends(inventory.parent / "state")
+
+
 def run_bench(args):
     work = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
-    inventory = write_fleet(work, args.nodes)
     floor = write_floor(work)
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), DPUSIM_TIME_SCALE=repr(args.time_scale),
                ANSIBLE_FORKS=str(args.forks), ANSIBLE_FORCE_COLOR="0",
@@ -333,10 +392,7 @@ def run_bench(args):
     env.update(strategy_env(args.strategy))
     for name in ("BLUEFLEET_SIM_NODES", "BLUEFLEET_SIM_STATE"):
         env.pop(name, None)
-    # the twin roots first, outside the measurement (an inventory read creates nothing: `bluefleet sim init`)
-    subprocess.run([str(BIN / "bluefleet"), "sim", "init", "-i", str(inventory)], env=env, check=True,
-                   capture_output=True, timeout=1800)
-    front_ends = account_front_ends(inventory.parent / "state")
+    inventory, front_ends = fresh_fleet(work, args.nodes, env)
     extra_args = []
     for extra in args.extra:
         extra_args += ["-e", extra]
@@ -344,6 +400,14 @@ def run_bench(args):
     runs["first"] = run_one("first", ROOT / args.playbook, inventory, work, env, extra_args)
     if not args.no_rerun:
         runs["rerun"] = run_one("rerun", ROOT / args.playbook, inventory, work, env, extra_args)
+    repeats = [repeat_summary(runs["first"], runs["rerun"])] if args.repeat > 1 else []
+    for k in range(2, args.repeat + 1):  # the same pair again, each on a fleet of its own in its factory state
+        repeat_work = work / ("repeat-%d" % k)
+        repeat_work.mkdir()
+        repeat_inventory, _ = fresh_fleet(repeat_work, args.nodes, env)
+        first = run_one("first", ROOT / args.playbook, repeat_inventory, repeat_work, env, extra_args)
+        rerun = run_one("rerun", ROOT / args.playbook, repeat_inventory, repeat_work, env, extra_args)
+        repeats.append(repeat_summary(first, rerun))
     if args.floor_runs == 2:
         runs["floor_after"] = run_one("floor2", floor, inventory, work, env, [])
     floors = [runs[label] for label in ("floor_before", "floor_after") if label in runs]
@@ -369,15 +433,13 @@ def run_bench(args):
         run["cpu_per_pair_excluding_twin"] = round(run["cpu_seconds_excluding_twin"] / args.nodes, 3)
         run["twin_cpu_per_pair"] = round(run["twin_cpu_seconds"] / args.nodes, 3)
         run["module_runs_per_pair"] = round(run["module_runs"] / args.nodes, 2)
-    if "rerun" in runs and runs["first"]["wall_seconds"]:
-        result["rerun_wall_vs_first"] = round(runs["rerun"]["wall_seconds"] / runs["first"]["wall_seconds"], 3)
-        result["rerun_cpu_vs_first"] = round(runs["rerun"]["cpu_seconds_excluding_twin"]
-                                             / runs["first"]["cpu_seconds_excluding_twin"], 3)
-        speed = twin_speed(runs["first"]["twin_by_tool"], runs["rerun"]["twin_by_tool"])
-        if speed:
-            result["rerun_machine_vs_first"] = round(speed, 3)
-            result["rerun_cpu_vs_first_same_machine"] = round(result["rerun_cpu_vs_first"] / speed, 3)
-    result["rc"] = max(run["rc"] for run in runs.values())
+    if "rerun" in runs and runs["first"]["wall_seconds"] and runs["first"]["cpu_seconds_excluding_twin"]:
+        result.update(ratios(runs["first"], runs["rerun"]))
+    if repeats:
+        result["repeats"] = repeats
+        result["median"] = medians(repeats)
+    result["rc"] = max([run["rc"] for run in runs.values()]
+                       + [repeat[label]["rc"] for repeat in repeats for label in ("first", "rerun")])
     if not args.keep and result["rc"] == 0:
         subprocess.run(["rm", "-rf", str(work)], check=False)
         result["workdir"] = None
@@ -433,6 +495,20 @@ def table(result):
             lines.append("the twin's tools took %.2fx the first run's CPU per call in the re-run (the machine's "
                          "speed); at the first run's speed the re-run is %.0f %% of it" % (
                              result["rerun_machine_vs_first"], 100 * result["rerun_cpu_vs_first_same_machine"]))
+    if result.get("repeats"):
+        lines.append("repeat  first CPU s  re-run CPU s  chg  load1   re-run/first  same machine  (twin excluded)")
+        for k, repeat in enumerate(result["repeats"], 1):
+            lines.append("%6d %12.1f %13.1f %4d %6.1f %13.0f %%  %11s" % (
+                k, repeat["first"]["cpu_seconds_excluding_twin"], repeat["rerun"]["cpu_seconds_excluding_twin"],
+                repeat["rerun"]["changed"], repeat["first"]["loadavg_before"][0],
+                100 * repeat.get("rerun_cpu_vs_first", 0),
+                "%.0f %%" % (100 * repeat["rerun_cpu_vs_first_same_machine"])
+                if "rerun_cpu_vs_first_same_machine" in repeat else "-"))
+        median = result["median"]
+        lines.append("median of %d repeats: re-run / first run CPU excluding twin %.1f %%%s, wall %.1f %%" % (
+            len(result["repeats"]), 100 * median["rerun_cpu_vs_first"],
+            ", at the first run's machine speed %.1f %%" % (100 * median["rerun_cpu_vs_first_same_machine"])
+            if "rerun_cpu_vs_first_same_machine" in median else "", 100 * median["rerun_wall_vs_first"]))
     return "\n".join(lines)
 
 
@@ -440,7 +516,10 @@ def main(argv=None):
     args = parse_args(argv)
     result = run_bench(args)
     print(table(result))
-    for label, run in result["runs"].items():
+    failed = list(result["runs"].items()) + [("%s of repeat %d" % (label, k), repeat[label])
+                                             for k, repeat in enumerate(result.get("repeats", ()), 1)
+                                             for label in ("first", "rerun")]
+    for label, run in failed:
         if run["rc"] != 0:
             print("%s failed (rc=%d):\n%s" % (label, run["rc"], run.get("output_tail", "")), file=sys.stderr)
     if args.json:

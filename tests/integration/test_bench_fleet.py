@@ -17,7 +17,7 @@ def test_fleet_bench_runs_at_four_pairs(tmp_path, collection_link):
     out = tmp_path / "result.json"
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "fleet" / "run.py"), "--nodes", "4",
                            "--playbook", "playbooks/preflight.yml", "--floor-runs", "1", "--profile",
-                           "--json", str(out)],
+                           "--repeat", "2", "--json", str(out)],
                           capture_output=True, text=True, timeout=1800, env=ansible_env(), check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(out.read_text())
@@ -61,6 +61,19 @@ def test_fleet_bench_runs_at_four_pairs(tmp_path, collection_link):
     assert list(floor["profile"]["by_kind"]) == ["with a module process"]
     assert floor["profile"]["results"] == 120
     assert "profile of the first run" in proc.stdout and "(template compilation " in proc.stdout
+    # --repeat 2: the pair above is the first repeat; the second did the same work on a fleet of its own, and the
+    # medians are those of the two
+    repeats = result["repeats"]
+    assert len(repeats) == 2
+    assert {key: repeats[0][key] for key in result["median"]} == {key: result[key] for key in result["median"]}
+    for label, run in (("first", first), ("rerun", rerun)):
+        assert repeats[1][label]["rc"] == 0 and repeats[1][label]["changed"] == run["changed"]
+        assert repeats[1][label]["module_runs"] == run["module_runs"]
+        assert repeats[1][label]["twin_tool_calls"] == run["twin_tool_calls"]
+    for key in ("rerun_wall_vs_first", "rerun_cpu_vs_first", "rerun_cpu_vs_first_same_machine"):
+        assert abs(result["median"][key] - (repeats[0][key] + repeats[1][key]) / 2) < 0.002, key
+    assert repeats[1]["rerun"]["profile"]["workers_cpu"] > 0
+    assert "median of 2 repeats" in proc.stdout
 
 
 def test_accounting_front_ends_answer_as_the_twin_does(tmp_path, collection_link):
