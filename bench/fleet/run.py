@@ -208,7 +208,9 @@ def twin_speed(first, rerun):
 
 def ratios(first, rerun):
     """The no-op re-run against its first run: wall, CPU excluding the twin, and that CPU at the first run's machine
-    speed (twin_speed) where the runs share a twin tool."""
+    speed (twin_speed) where the runs share a twin tool; none where the first run took no time."""
+    if not (first["wall_seconds"] and first["cpu_seconds_excluding_twin"]):
+        return {}
     out = {"rerun_wall_vs_first": round(rerun["wall_seconds"] / first["wall_seconds"], 3),
            "rerun_cpu_vs_first": round(rerun["cpu_seconds_excluding_twin"] / first["cpu_seconds_excluding_twin"], 3)}
     speed = twin_speed(first["twin_by_tool"], rerun["twin_by_tool"])
@@ -233,8 +235,7 @@ def repeat_summary(first, rerun):
             out[label]["profile"] = {key: run["profile"][key] for key in REPEAT_PROFILE}
         if "output_tail" in run:
             out[label]["output_tail"] = run["output_tail"]
-    if first["wall_seconds"] and first["cpu_seconds_excluding_twin"]:
-        out.update(ratios(first, rerun))
+    out.update(ratios(first, rerun))
     return out
 
 
@@ -433,7 +434,7 @@ def run_bench(args):
         run["cpu_per_pair_excluding_twin"] = round(run["cpu_seconds_excluding_twin"] / args.nodes, 3)
         run["twin_cpu_per_pair"] = round(run["twin_cpu_seconds"] / args.nodes, 3)
         run["module_runs_per_pair"] = round(run["module_runs"] / args.nodes, 2)
-    if "rerun" in runs and runs["first"]["wall_seconds"] and runs["first"]["cpu_seconds_excluding_twin"]:
+    if "rerun" in runs:
         result.update(ratios(runs["first"], runs["rerun"]))
     if repeats:
         result["repeats"] = repeats
