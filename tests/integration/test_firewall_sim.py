@@ -89,13 +89,26 @@ def test_bad_policy_stops_before_anything_is_written(tmp_path, collection_link):
 
 
 def test_inventory_without_addresses_renders_and_says_so(tmp_path, collection_link):
+    """No host has the address variable: said once for the play (not on every DPU), where the play read the addresses;
+    a DPU that reads with a variable of its own (host_vars) and finds no host with it says so for itself, where the
+    role goes on (here always: without preflight's read of this run no DPU ends the role early)."""
     inventory = fleet(tmp_path, addresses=False)
-    run = run_playbook(PLAYBOOK, inventory, *FIREWALL)
-    said = [e["event_data"]["res"]["msg"] for e in run["events"] if e.get("event") == "runner_on_ok"
-            and "group peers resolve" in e["event_data"].get("task", "")]
-    assert len(said) == 2 and "no host of the inventory has bluefleet_host_overlay_address" in said[0]
+    (inventory.parent / "own_var.yml").write_text(
+        "all:\n  hosts:\n    sim02-dpu: {firewall_address_var: bluefleet_no_such_address}\n")
+    sources = inventory.parent
+
+    def said(run):
+        return sorted((e["event_data"]["host"], e["event_data"]["res"]["msg"]) for e in run["events"]
+                      if e.get("event") == "runner_on_ok" and "group peers resolve" in e["event_data"].get("task", ""))
+
+    first = said(run_playbook(PLAYBOOK, sources, *FIREWALL))
+    assert [host for host, _ in first] == ["sim01-dpu", "sim02-dpu"], first
+    assert first[0][1].startswith("No host of the inventory has bluefleet_host_overlay_address, so peers given as "
+                                  "inventory groups allow nothing on the DPUs of this play"), first
+    assert first[1][1].startswith("sim02-dpu: no host of the inventory has bluefleet_no_such_address"), first
     text = files(inventory)[("sim01-dpu", RULESET)]
     assert "ip daddr" not in text and "\t\tcounter drop" in text, "no peer resolved: only the data path passes"
+    assert said(run_playbook(PLAYBOOK, sources, *FIREWALL)) == first
 
 
 def test_preflights_read_answers_whether_nft_is_there(tmp_path, collection_link):
