@@ -18,6 +18,8 @@ Sources for the derivations (facts, not copied text):
 
 from __future__ import annotations
 
+import re
+
 from ansible.errors import AnsibleFilterError
 
 # nvidia-smi topo link word -> NCCL path type (see the module docstring); nearest first.
@@ -73,8 +75,22 @@ def _affine(affinity):
     return out
 
 
-def nccl_env(roce, affinity=None, hca=None, port=1, socket_ifname=None, gdr_level=None, ecn_bits=0):
+def _extra(extra):
+    """The role's nccl_extra: NCCL_* names to values, checked here with the rest of the settings."""
+    if extra is None:
+        return {}
+    if not isinstance(extra, dict):
+        _fail("nccl_extra must map NCCL_* names to values, got %r" % (extra,))
+    bad = [key for key in extra if not (isinstance(key, str) and re.fullmatch(r"NCCL_[A-Z0-9_]+", key))]
+    if bad:
+        _fail("nccl_extra must map NCCL_* names to values, got %s among %r"
+              % (", ".join(repr(key) for key in bad), sorted(map(str, extra))))
+    return dict(extra)
+
+
+def nccl_env(roce, affinity=None, hca=None, port=1, socket_ifname=None, gdr_level=None, ecn_bits=0, extra=None):
     """NCCL_* settings (strings) from the RoCE fact, the GPU-NIC affinity and overrides."""
+    extras = _extra(extra)
     if not isinstance(roce, dict):
         _fail("the input must be the RoCE fact bluefleet_roce (a dict), got %r" % (roce,))
     for key in ("dscp", "gid_index"):
@@ -142,7 +158,7 @@ def nccl_env(roce, affinity=None, hca=None, port=1, socket_ifname=None, gdr_leve
         "NCCL_IB_TC": str(tc),
         "NCCL_NET_GDR_LEVEL": level,
         "NCCL_SOCKET_IFNAME": socket,
-    }
+    } | extras
 
 
 class FilterModule:

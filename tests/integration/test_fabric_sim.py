@@ -109,3 +109,20 @@ def test_fabric_play_publishes_bluefleet_roce(tmp_path, collection_link):
         assert fact["netdevs"] == list(NETDEVS[host]) and fact["ibdevs"] == ["mlx5_0", "mlx5_1"], fact
         assert fact["gid_index"] == 1 and published["bluefleet_roce_gid_index"] == 1  # link-local v2: no IPv4 here
     assert "\tenabled     0   0   0   0   0   1   0   0   \n" in qos_of(inventory, "sim01-dpu", "p0")["mlnx_qos"]
+
+
+def test_nccl_extra_settings_written_and_a_bad_name_refused_before_any_write(tmp_path, collection_link):
+    """nccl_extra is checked where the NCCL settings are derived (bluefleet.dpu.nccl_env, option extra), not by a
+    task of its own: an NCCL_* name reaches /etc/nccl.conf; a name that is not one fails naming it, and the file
+    is left as it was."""
+    inventory = make_sim_inventory(tmp_path / "inventory", nodes=1)
+    conf = inventory.parent / "state" / "sim01" / "etc" / "nccl.conf"
+    run_playbook(PLAYBOOK, inventory, "-e", "'{\"nccl_extra\": {\"NCCL_DEBUG\": \"INFO\"}}'")
+    written = conf.read_text()
+    assert "NCCL_DEBUG=INFO\n" in written and "NCCL_IB_HCA=" in written, written
+    extra = "'{\"nccl_extra\": {\"NCCL_DEBUG\": \"WARN\", \"nccl_algo\": \"Ring\"}}'"
+    bad = run_playbook(PLAYBOOK, inventory, "-e", extra, check=False)
+    assert bad["rc"] != 0
+    failed = [e["event_data"]["res"].get("msg", "") for e in bad["events"] if e.get("event") == "runner_on_failed"]
+    assert len(failed) == 1 and "nccl_extra must map NCCL_* names to values, got 'nccl_algo'" in failed[0], failed
+    assert conf.read_text() == written

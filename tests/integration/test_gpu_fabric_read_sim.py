@@ -100,7 +100,7 @@ def test_noop_rerun_runs_no_gpu_host_module_and_a_broken_file_runs_exactly_its_m
     # Both roles end after their plans: no later task, not even a skipped one; the affinity and the NCCL settings
     # are set all the same (from preflight's topology read), as the first run set them.
     assert passed(second, "gpu_host") == dict.fromkeys(GPU_HOSTS, [GPU_PLAN]), passed(second, "gpu_host")
-    assert passed(second, "nccl") == dict.fromkeys(GPU_HOSTS, ["Check the extra settings", NCCL_PLAN])
+    assert passed(second, "nccl") == dict.fromkeys(GPU_HOSTS, [NCCL_PLAN])
     assert facts_of(second, AFFINITY) == facts_of(first, AFFINITY) and set(facts_of(second, AFFINITY)) == \
         set(GPU_HOSTS)
     assert facts_of(second, AFFINITY)["sim01"]["bluefleet_gpu_nic_affinity"]["GPU0"]["device"] == "mlx5_0"

@@ -75,6 +75,11 @@ def test_gdr_level_only_from_chosen_nics():
     (ROCE, {"affinity": ["mlx5_0"]}, "the affinity must be a dict"),
     ("dscp=26", {}, "the input must be the RoCE fact"),
     (dict(ROCE, netdevs=None), {}, "socket_ifname is not given"),
+    (ROCE, {"extra": {"NCCL_DEBUG": "INFO", "nccl_algo": "Ring"}},
+     "nccl_extra must map NCCL_* names to values, got 'nccl_algo' among ['NCCL_DEBUG', 'nccl_algo']"),
+    (ROCE, {"extra": {"NCCL_": "x"}}, "got 'NCCL_'"),
+    (ROCE, {"extra": {1: "x"}}, "got 1 among"),
+    (ROCE, {"extra": ["NCCL_DEBUG=INFO"]}, "nccl_extra must map NCCL_* names to values, got ['NCCL_DEBUG=INFO']"),
 ])
 def test_incoherent_input_fails_naming_it(roce, kwargs, message):
     kwargs = dict(kwargs)
@@ -82,6 +87,12 @@ def test_incoherent_input_fails_naming_it(roce, kwargs, message):
     with pytest.raises(AnsibleFilterError) as err:
         nccl_env(roce, affinity, **kwargs)
     assert message in str(err.value)
+
+
+def test_extra_settings_merge_over_the_derived_ones():
+    env = nccl_env(ROCE, AFFINITY, extra={"NCCL_DEBUG": "INFO", "NCCL_IB_TC": 106, "NCCL_ALGO_2": "Ring"})
+    assert env == dict(nccl_env(ROCE, AFFINITY), NCCL_DEBUG="INFO", NCCL_IB_TC=106, NCCL_ALGO_2="Ring")
+    assert nccl_env(ROCE, AFFINITY, extra={}) == nccl_env(ROCE, AFFINITY) == nccl_env(ROCE, AFFINITY, extra=None)
 
 
 @given(dscp=st.integers(0, 63), ecn=st.integers(0, 3))
