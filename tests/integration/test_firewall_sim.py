@@ -102,7 +102,7 @@ def test_inventory_without_addresses_renders_and_says_so(tmp_path, collection_li
                       if e.get("event") == "runner_on_ok" and "group peers resolve" in e["event_data"].get("task", ""))
 
     first = said(run_playbook(PLAYBOOK, sources, *FIREWALL))
-    assert [host for host, _ in first] == ["sim01-dpu", "sim02-dpu"], first
+    assert [host for host, _message in first] == ["sim01-dpu", "sim02-dpu"], first
     assert first[0][1].startswith("No host of the inventory has bluefleet_host_overlay_address, so peers given as "
                                   "inventory groups allow nothing on the DPUs of this play"), first
     assert first[1][1].startswith("sim02-dpu: no host of the inventory has bluefleet_no_such_address"), first
